@@ -1,0 +1,169 @@
+"""Workflow definitions (the seeds' ``defineWorkflow``), their hashes and the pipeline key.
+
+A definition is data: it names a workflow, says what its agents are for and which
+memory they may touch. Validation happens at construction so that a typo in a
+definition fails where it is written, not in the middle of a run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ._ids import DREAMING_DEFINITION_ID, check_definition_id
+
+Access = Literal["rw", "ro", "none"]
+
+
+def canonical_json(value: Any) -> bytes:
+    """Sorted keys, no insignificant whitespace, UTF-8 (DESIGN section 3)."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AttachSpec(_Model):
+    """A peer workflow whose memory is mounted read-only."""
+
+    id: str
+    mode: str = "ro"
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return check_definition_id(value)
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, value: str) -> str:
+        if value != "ro":
+            raise ValueError(
+                f"attach mode must be 'ro', got {value!r}: a peer's memory is read-only; "
+                "to write a store, make it this workflow's own (memory.workflow)"
+            )
+        return value
+
+
+class MemoryConfig(_Model):
+    """Which memory stores a definition's agents see, and how.
+
+    ``workflow`` defaults to ``rw`` (a workflow curates its own lessons); ``org`` to
+    ``ro``: writing org memory must be asked for, since a mistaken grant poisons
+    every workflow of the organisation.
+    """
+
+    workflow: Access = "rw"
+    org: Access = "ro"
+    attach: tuple[AttachSpec, ...] = ()
+
+    @field_validator("attach")
+    @classmethod
+    def _unique(cls, value: tuple[AttachSpec, ...]) -> tuple[AttachSpec, ...]:
+        seen: set[str] = set()
+        for spec in value:
+            if spec.id in seen:
+                raise ValueError(f"attach lists {spec.id!r} twice; list each peer once")
+            seen.add(spec.id)
+        return value
+
+
+class MemoryQuota(_Model):
+    """Limits of one memory store; a write that would pass them is refused whole."""
+
+    max_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
+    max_files: int = Field(default=10_000, gt=0)
+    max_file_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
+
+
+class WorkflowDefinition(_Model):
+    """One agent workflow: its id, what its agents are told, and its memory."""
+
+    id: str
+    instructions: str = ""
+    description: str = ""
+    memory: MemoryConfig = MemoryConfig()
+    quota: MemoryQuota = MemoryQuota()
+    max_turns: int = Field(default=24, gt=0, le=10_000)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return check_definition_id(value)
+
+    def canonical(self) -> bytes:
+        return canonical_json(self.model_dump(mode="json"))
+
+    @property
+    def definition_hash(self) -> str:
+        """``sha256(canonical JSON of the definition)``."""
+        return sha256_hex(self.canonical())
+
+
+def pipeline_key(definitions: Iterable[WorkflowDefinition]) -> str:
+    """``sha256(canonical JSON of the sorted list of definition hashes)``: runs of the
+    same composition share one pipeline store, whatever order they were listed in."""
+    hashes = sorted(d.definition_hash for d in definitions)
+    return sha256_hex(canonical_json(hashes))
+
+
+class DefinitionRegistry(Mapping[str, WorkflowDefinition]):
+    """The definitions one plugin serves; checked as a whole (ids unique, attaches known)."""
+
+    def __init__(self, definitions: Iterable[WorkflowDefinition]) -> None:
+        by_id: dict[str, WorkflowDefinition] = {}
+        for definition in definitions:
+            if not isinstance(definition, WorkflowDefinition):
+                raise TypeError(
+                    f"definitions must be WorkflowDefinition objects, got {type(definition)!r}"
+                )
+            if definition.id in by_id:
+                raise ValueError(
+                    f"definition id {definition.id!r} is registered twice; give each "
+                    "definition its own id"
+                )
+            if definition.id == DREAMING_DEFINITION_ID:
+                raise ValueError(
+                    f"definition id {DREAMING_DEFINITION_ID!r} is reserved for dreaming"
+                )
+            by_id[definition.id] = definition
+        for definition in by_id.values():
+            for spec in definition.memory.attach:
+                if spec.id not in by_id:
+                    raise ValueError(
+                        f"definition {definition.id!r} attaches {spec.id!r}, which is not "
+                        f"registered; register it too (known: {sorted(by_id) or 'none'})"
+                    )
+                if spec.id == definition.id:
+                    raise ValueError(
+                        f"definition {definition.id!r} attaches itself; its own store is "
+                        "already mounted at /mnt/memory/workflow/"
+                    )
+        self._by_id = by_id
+        self.pipeline_key = pipeline_key(by_id.values())
+
+    def __getitem__(self, key: str) -> WorkflowDefinition:
+        try:
+            return self._by_id[key]
+        except KeyError:
+            raise KeyError(
+                f"definition {key!r} is not registered with this worker "
+                f"(registered: {sorted(self._by_id) or 'none'})"
+            ) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._by_id))
+
+    def __len__(self) -> int:
+        return len(self._by_id)

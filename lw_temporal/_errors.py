@@ -1,0 +1,47 @@
+"""Typed failure kinds.
+
+Every failure the library raises to Temporal is an ``ApplicationError`` whose ``type`` is
+one of these constants, so callers can branch on the kind and retry policies can list
+the kinds that a retry cannot fix. Messages say which workflow, which path, and what to
+change.
+"""
+
+from __future__ import annotations
+
+from temporalio.exceptions import ApplicationError
+
+INVALID_WORKFLOW_ID = "LwInvalidWorkflowId"
+UNKNOWN_DEFINITION = "LwUnknownDefinition"
+INVALID_REQUEST = "LwInvalidRequest"
+SANDBOX_UNAVAILABLE = "LwSandboxUnavailable"
+SANDBOX_FAILED = "LwSandboxFailed"
+PATH_REJECTED = "LwPathRejected"
+MEMORY_CONFLICT = "LwMemoryConflict"
+MEMORY_NOT_FOUND = "LwMemoryNotFound"
+MEMORY_READ_ONLY = "LwMemoryReadOnly"
+MEMORY_OUTSIDE_SCOPE = "LwMemoryOutsideScope"
+QUOTA_EXCEEDED = "LwQuotaExceeded"
+SCAN_BLOCKED = "LwScanBlocked"
+MODEL_FAILED = "LwModelFailed"
+HIERARCHY_VIOLATION = "LwHierarchyViolation"
+
+#: Kinds no retry can fix; list them in a RetryPolicy's ``non_retryable_error_types``.
+NON_RETRYABLE: tuple[str, ...] = (
+    INVALID_WORKFLOW_ID,
+    UNKNOWN_DEFINITION,
+    INVALID_REQUEST,
+    SANDBOX_UNAVAILABLE,
+    PATH_REJECTED,
+    MEMORY_CONFLICT,
+    MEMORY_NOT_FOUND,
+    MEMORY_READ_ONLY,
+    MEMORY_OUTSIDE_SCOPE,
+    QUOTA_EXCEEDED,
+    SCAN_BLOCKED,
+    HIERARCHY_VIOLATION,
+)
+
+
+def lw_error(kind: str, message: str, *details: object) -> ApplicationError:
+    """An ``ApplicationError`` of ``kind``; non-retryable when the kind is in NON_RETRYABLE."""
+    return ApplicationError(message, *details, type=kind, non_retryable=kind in NON_RETRYABLE)

