@@ -1,0 +1,18 @@
+# The lw-temporal worker image used by docker-compose.yaml.
+FROM python:3.11-slim-bookworm
+
+# bubblewrap: the primary sandbox backend (used where the container may create user
+# namespaces); util-linux provides unshare for the overlay staging of memory writes.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bubblewrap util-linux \
+    && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY lw_temporal ./lw_temporal
+COPY workflows ./workflows
+RUN pip install --no-cache-dir .
+
+VOLUME ["/var/lib/lw"]
+CMD ["lw-temporal", "worker", "--address", "temporal:7233", "--data-dir", "/var/lib/lw", \
+     "--definitions", "workflows.candidate_review:DEFINITIONS"]

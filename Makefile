@@ -1,0 +1,50 @@
+# The two newcomer commands:
+#   make demo   sets up and runs the sample pipeline on an embedded Temporal dev server
+#   make test   sets up and runs lint, type checks and the test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DATA_DIR ?= ./lw-data
+
+.PHONY: setup system-deps demo test lint typecheck pytest bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+# bubblewrap (the sandbox) and util-linux's unshare (overlay staging of memory writes).
+system-deps:
+	@if ! command -v bwrap >/dev/null 2>&1 || ! command -v unshare >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap util-linux; \
+	  else \
+	    echo "bubblewrap is missing: run 'sudo apt-get install bubblewrap' (Debian/Ubuntu)" >&2; exit 1; \
+	  fi; \
+	fi
+
+setup: system-deps $(VENV)/.installed
+
+demo: setup
+	$(BIN)/lw-temporal demo --data-dir $(DATA_DIR)
+
+lint: setup
+	$(BIN)/ruff check lw_temporal workflows tests benchmarks
+	$(BIN)/ruff format --check lw_temporal workflows tests benchmarks
+
+typecheck: setup
+	$(BIN)/mypy
+
+pytest: setup
+	$(BIN)/pytest -q -p no:cacheprovider
+
+test: lint typecheck pytest
+
+bench: setup
+	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
