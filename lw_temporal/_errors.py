@@ -24,6 +24,7 @@ QUOTA_EXCEEDED = "LwQuotaExceeded"
 SCAN_BLOCKED = "LwScanBlocked"
 MODEL_FAILED = "LwModelFailed"
 HIERARCHY_VIOLATION = "LwHierarchyViolation"
+TURN_LIMIT = "LwTurnLimit"
 
 #: Kinds no retry can fix; list them in a RetryPolicy's ``non_retryable_error_types``.
 NON_RETRYABLE: tuple[str, ...] = (
