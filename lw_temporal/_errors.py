@@ -40,6 +40,7 @@ NON_RETRYABLE: tuple[str, ...] = (
     QUOTA_EXCEEDED,
     SCAN_BLOCKED,
     HIERARCHY_VIOLATION,
+    TURN_LIMIT,
 )
 
 
