@@ -1,0 +1,284 @@
+"""Dreaming extracts tool calls, exit codes, failures, memory writes and the steps'
+work from real Temporal histories of the target's runs, and only of the target's.
+
+The planner runs here are small stand-ins registered as ``lw.Planner``/``lw.Worker``
+with grammar-conformant IDs: they execute real ``lw.bash``/``lw.memory.append``
+activities (which touch the real data dir), so their histories have the same events a
+full agent run has. Other dreaming tests import the helpers below.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager, suppress
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from temporalio import activity, workflow
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import RetryPolicy
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from lw_temporal import WorkflowDefinition
+from lw_temporal._config import LwConfig
+from lw_temporal._dreaming import (
+    QUERY_STATE,
+    DreamingActivities,
+    DreamingWorkflow,
+    DreamInput,
+    DreamOptions,
+    DreamState,
+    DreamStatus,
+    RunRecord,
+)
+
+TARGET = "review"
+OTHER = "scoring"
+DEFINITIONS = [WorkflowDefinition(id=TARGET), WorkflowDefinition(id=OTHER)]
+
+
+class Bash(BaseModel):
+    command: str
+
+
+class BashResult(BaseModel):
+    exit_code: int
+    stdout: str = ""
+    stderr: str = ""
+    rejection: str | None = None
+
+
+class Append(BaseModel):
+    path: str
+    content: str
+
+
+class Step(BaseModel):
+    commands: list[str] = []
+
+
+class Script(BaseModel):
+    """What a stand-in planner run does: commands, lessons appended to its workflow
+    memory, its steps' commands, and whether it ends in a failure."""
+
+    commands: list[str] = []
+    lessons: list[str] = []
+    steps: list[Step] = []
+    fail: str | None = None
+
+
+class FakeTools:
+    """``lw.bash`` and ``lw.memory.append`` with the result shapes of the real ones:
+    ``exit N`` exits N, ``refuse`` is rejected, anything else exits 0."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+
+    @activity.defn(name="lw.bash")
+    async def bash(self, request: Bash) -> BashResult:
+        words = request.command.split()
+        if words[:1] == ["exit"]:
+            return BashResult(exit_code=int(words[1]))
+        if words[:1] == ["refuse"]:
+            return BashResult(exit_code=126, rejection="path is outside the allowed roots")
+        return BashResult(exit_code=0, stdout="ok")
+
+    @activity.defn(name="lw.memory.append")
+    async def append(self, request: Append) -> None:
+        info = activity.info()
+        assert info.workflow_id is not None
+        definition = info.workflow_id.split("run_", 1)[1].split("@", 1)[0]
+        rel = request.path.removeprefix("/mnt/memory/workflow/")
+        target = self.data_dir / "memory" / "workflows" / definition / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("a", encoding="utf-8") as handle:
+            handle.write(request.content)
+
+    @activity.defn(name="lw.model")
+    async def model(self, reason: str) -> None:
+        raise ApplicationError(reason, non_retryable=True)
+
+
+_ONCE = RetryPolicy(maximum_attempts=1)
+
+
+@workflow.defn(name="lw.Worker")
+class FakeWorker:
+    @workflow.run
+    async def run(self, step: Step) -> None:
+        for command in step.commands:
+            await workflow.execute_activity(
+                "lw.bash",
+                Bash(command=command),
+                result_type=BashResult,
+                start_to_close_timeout=timedelta(seconds=60),
+            )
+
+
+@workflow.defn(name="lw.Planner")
+class FakePlanner:
+    @workflow.run
+    async def run(self, script: Script) -> None:
+        for command in script.commands:
+            await workflow.execute_activity(
+                "lw.bash",
+                Bash(command=command),
+                result_type=BashResult,
+                start_to_close_timeout=timedelta(seconds=60),
+            )
+        for lesson in script.lessons:
+            await workflow.execute_activity(
+                "lw.memory.append",
+                Append(path="/mnt/memory/workflow/lessons.md", content=f"- {lesson}\n"),
+                start_to_close_timeout=timedelta(seconds=60),
+            )
+        for n, step in enumerate(script.steps):
+            await workflow.execute_child_workflow(
+                "lw.Worker", step, id=f"{workflow.info().workflow_id}/steps/step_{n}"
+            )
+        if script.fail is not None:
+            with suppress(ActivityError):
+                await workflow.execute_activity(
+                    "lw.model",
+                    script.fail,
+                    start_to_close_timeout=timedelta(seconds=60),
+                    retry_policy=_ONCE,
+                )
+
+
+def raw_client(env: WorkflowEnvironment) -> Client:
+    """A client with the pydantic converter but none of the plugin's registrations."""
+    return Client(**env.client.config() | {"data_converter": pydantic_data_converter})
+
+
+@asynccontextmanager
+async def dreaming_worker(
+    env: WorkflowEnvironment,
+    data_dir: Path,
+    task_queue: str,
+    *,
+    extra: Sequence[Callable[..., Any]] = (),
+) -> AsyncIterator[Client]:
+    client = raw_client(env)
+    dreaming = DreamingActivities(LwConfig.create(data_dir, DEFINITIONS))
+    tools = FakeTools(data_dir)
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[DreamingWorkflow, FakePlanner, FakeWorker],
+        activities=[*dreaming.callables(), tools.bash, tools.append, tools.model, *extra],
+    ):
+        yield client
+
+
+async def run_planners(
+    client: Client, task_queue: str, definition: str, scripts: Sequence[Script]
+) -> list[str]:
+    ids: list[str] = []
+    for script in scripts:
+        workflow_id = f"run_{definition}@{uuid.uuid4().hex[:10]}"
+        await client.execute_workflow("lw.Planner", script, id=workflow_id, task_queue=task_queue)
+        ids.append(workflow_id)
+    return ids
+
+
+async def start_dream(
+    client: Client, task_queue: str, target: str = TARGET, **options: Any
+) -> WorkflowHandle[Any, Any]:
+    return await client.start_workflow(
+        "lw.Dreaming",
+        DreamInput(target=target, options=DreamOptions(**options)),
+        id=f"dream_{target}@{uuid.uuid4().hex[:10]}",
+        task_queue=task_queue,
+    )
+
+
+async def wait_for_status(handle: WorkflowHandle[Any, Any], *statuses: DreamStatus) -> DreamState:
+    async def poll() -> DreamState:
+        while True:
+            state: DreamState = await handle.query(QUERY_STATE, result_type=DreamState)
+            if state.status in statuses:
+                return state
+            await asyncio.sleep(0.2)
+
+    return await asyncio.wait_for(poll(), 120)
+
+
+async def wait_visible(client: Client, workflow_ids: Sequence[str]) -> None:
+    """Visibility is eventually consistent: wait until every run is listed as closed."""
+    wanted = set(workflow_ids)
+
+    async def poll() -> None:
+        while True:
+            seen = {
+                w.id
+                async for w in client.list_workflows(
+                    "WorkflowType = 'lw.Planner' AND ExecutionStatus = 'Completed'"
+                )
+            }
+            if wanted <= seen:
+                return
+            await asyncio.sleep(0.2)
+
+    await asyncio.wait_for(poll(), 120)
+
+
+def read_records(data_dir: Path, dream_id: str) -> list[RunRecord]:
+    batches = data_dir / "runs" / dream_id / "scratch" / "dream" / "batches"
+    return [
+        RunRecord.model_validate_json(line)
+        for path in sorted(batches.glob("*.jsonl"))
+        for line in path.read_text().splitlines()
+        if line.strip()
+    ]
+
+
+async def test_extraction_reads_commands_failures_memory_and_steps_of_target_runs_only(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    async with dreaming_worker(dev_env, data_dir, task_queue) as client:
+        target_ids = await run_planners(
+            client,
+            task_queue,
+            TARGET,
+            [
+                Script(
+                    commands=["pytest -q", "exit 3"],
+                    lessons=["pin the parser version"],
+                    steps=[Step(commands=["ruff check .", "refuse cat /etc/shadow"])],
+                    fail="model quota exhausted",
+                ),
+                Script(commands=["pytest -q"]),
+            ],
+        )
+        other_ids = await run_planners(client, task_queue, OTHER, [Script(commands=["ls"])])
+        await wait_visible(client, target_ids + other_ids)
+        handle = await start_dream(client, task_queue, batch_size=1)
+        state = await wait_for_status(handle, DreamStatus.AWAITING_APPROVAL)
+        await handle.cancel()
+
+    assert state.runs == 2
+    records = {r.workflow_id: r for r in read_records(data_dir, handle.id)}
+    assert set(records) == set(target_ids), "only the target's runs are read"
+    first = records[target_ids[0]]
+    commands = {(c.command, c.exit_code, c.rejection) for c in first.commands}
+    assert ("pytest -q", 0, None) in commands
+    assert ("exit 3", 3, None) in commands
+    assert ("ruff check .", 0, None) in commands, "the step's history is read too"
+    assert ("refuse cat /etc/shadow", 126, "path is outside the allowed roots") in commands
+    assert [(f.source, f.message) for f in first.failures] == [
+        ("activity:lw.model", "model quota exhausted")
+    ]
+    assert [(m.op, m.path, m.store, m.content) for m in first.memory_ops] == [
+        ("append", "/mnt/memory/workflow/lessons.md", "workflow", "- pin the parser version\n")
+    ]
+    # Two batches of one run each: the history holds batch numbers, not records.
+    batches = sorted((data_dir / "runs" / handle.id / "scratch" / "dream" / "batches").iterdir())
+    assert len(batches) == 2
