@@ -19,6 +19,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from ._config import LwConfig
 from ._definitions import WorkflowDefinition
+from ._model import ORCHESTRATOR_MAX_TURNS, Model, ModelActivities
+from ._workflows import WORKFLOWS
 
 PLUGIN_NAME = "lw_temporal.LittleWorkflowPlugin"
 
@@ -45,16 +47,40 @@ class LittleWorkflowPlugin(SimplePlugin):
         data_dir: where memory stores, run scratch and the library's bookkeeping live.
         definitions: the workflow definitions this worker serves; checked as a set
             (unique ids, attaches that name registered definitions).
+        model: what chooses each agent's tool calls (an LLM client or a
+            ``ScriptedModel``); worker-side, so no workflow input can pick it. Without
+            one, ``lw.model`` is not registered and agent workflows wait for a worker
+            that has it.
+        search_attributes_registered: set when the server has the Keyword search
+            attributes ``LwRole`` and ``LwDefinition``; the workflows then index
+            themselves by them (upserting unregistered ones would fail their tasks).
+        orchestrator_instructions: the orchestrator's system instructions.
+        orchestrator_max_turns: the orchestrator's turn budget.
     """
 
     def __init__(
         self,
         data_dir: str | Path,
         definitions: Iterable[WorkflowDefinition] = (),
+        *,
+        model: Model | None = None,
+        search_attributes_registered: bool = False,
+        orchestrator_instructions: str = "",
+        orchestrator_max_turns: int = ORCHESTRATOR_MAX_TURNS,
     ) -> None:
         self.config = LwConfig.create(data_dir, definitions)
         activities: list[Callable[..., object]] = []
-        workflows: list[type] = []
+        workflows: list[type] = list(WORKFLOWS)
+        self.model_activities: ModelActivities | None = None
+        if model is not None:
+            self.model_activities = ModelActivities(
+                self.config,
+                model,
+                index_search_attributes=search_attributes_registered,
+                orchestrator_instructions=orchestrator_instructions,
+                orchestrator_max_turns=orchestrator_max_turns,
+            )
+            activities.append(self.model_activities.run_turn)
         self.activity_callables: Sequence[Callable[..., object]] = tuple(activities)
         super().__init__(
             PLUGIN_NAME,

@@ -1,0 +1,556 @@
+"""``lw.Orchestrator``, ``lw.Planner`` and ``lw.Worker``: the agent hierarchy.
+
+Each is the same agent loop in workflow code (ask ``lw.model`` for tool calls, run
+them as activities or child workflows, record a bounded result, repeat) with a role
+that decides which tools exist: an orchestrator starts planner sub-runs
+(``plan_workflow``), a planner starts worker steps (``run_step``), a worker only acts.
+
+Child IDs are deterministic (a counter kept in the workflow's state), so a replay or a
+continue-as-new starts exactly the children it started before, and each child checks
+at start that its ID extends its parent's: the ID is the run's path on disk, and a
+workflow started under a forged ID would otherwise read another run's scratch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Coroutine, Sequence
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, Field
+from temporalio import workflow
+from temporalio.common import (
+    RetryPolicy,
+    SearchAttributeKey,
+    SearchAttributePair,
+    TypedSearchAttributes,
+)
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    ChildWorkflowError,
+    FailureError,
+    WorkflowAlreadyStartedError,
+    is_cancelled_exception,
+)
+
+from ._errors import HIERARCHY_VIOLATION, INVALID_WORKFLOW_ID, NON_RETRYABLE, TURN_LIMIT, lw_error
+from ._ids import (
+    ORCHESTRATOR_WORKFLOW,
+    PLANNER_WORKFLOW,
+    SEARCH_ATTRIBUTE_DEFINITION,
+    SEARCH_ATTRIBUTE_ROLE,
+    WORKER_WORKFLOW,
+    InvalidWorkflowId,
+    Role,
+    RunId,
+    parse_workflow_id,
+    parse_workflow_id_for_type,
+)
+from ._model import MODEL_ACTIVITY, ModelReply, ModelTurn, ToolCall, TranscriptEntry
+
+#: Transcript entries the model sees each turn; older ones are counted, not sent.
+TRANSCRIPT_WINDOW = 24
+#: UTF-8 bytes of one tool result kept in the transcript; the full output stays in the
+#: file the tool saved (``ref``), so the model can read it with bash when it needs to.
+TOOL_TEXT_CAP = 1024
+#: UTF-8 bytes of model text and of each tool-call argument kept in the transcript.
+MODEL_TEXT_CAP = 2048
+#: Default command timeout when the model gives none (lw.bash enforces its own too).
+BASH_DEFAULT_TIMEOUT = 600.0
+
+PROGRESS_QUERY = "lw.progress"
+MEMO_ROLE = "lw.role"
+MEMO_DEFINITION = "lw.definition"
+
+ROLE_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_ROLE)
+DEFINITION_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_DEFINITION)
+
+_MEMORY_TOOLS = {
+    "memory_read": "lw.memory.read",
+    "memory_write": "lw.memory.write",
+    "memory_append": "lw.memory.append",
+    "memory_list": "lw.memory.list",
+    "memory_delete": "lw.memory.delete",
+    "memory_replace": "lw.memory.replace",
+}
+_CHILD_TOOL = {Role.ORCHESTRATOR: "plan_workflow", Role.PLANNER: "run_step"}
+_BASH_FIELDS = ("exit_code", "stdout", "stderr", "rejection")
+
+_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=5,
+    non_retryable_error_types=list(NON_RETRYABLE),
+)
+
+
+class AgentState(BaseModel):
+    """Everything the loop knows, carried across continue-as-new."""
+
+    turn: int = 0
+    transcript: list[TranscriptEntry] = Field(default_factory=list)
+    omitted: int = 0
+    next_child: int = 1
+    children: list[str] = Field(default_factory=list)
+    max_turns: int | None = None
+    index_search_attributes: bool = False
+
+
+class AgentInput(BaseModel):
+    """A run's input: its task (from the client or the parent) and loop options.
+
+    ``turns_per_run`` continues-as-new after that many turns even when Temporal does
+    not suggest it yet (it always does when a history grows large); ``state`` is set
+    only by the workflow itself when it continues as new.
+    """
+
+    task: str = ""
+    turns_per_run: int | None = Field(default=None, gt=0)
+    state: AgentState | None = None
+
+
+class AgentResult(BaseModel):
+    workflow_id: str
+    role: Role
+    definition_id: str | None
+    summary: str
+    turns: int
+    children: list[str] = Field(default_factory=list)
+
+
+class Progress(BaseModel):
+    """The answer to the ``lw.progress`` query."""
+
+    workflow_id: str
+    role: Role
+    definition_id: str | None
+    status: str
+    turn: int
+    max_turns: int | None
+    running: list[str] = Field(default_factory=list)
+    children_started: int = 0
+    children_finished: int = 0
+    summary: str | None = None
+
+
+def clip(text: str, limit: int) -> str:
+    """Keep the head and tail of ``text`` within ``limit`` UTF-8 bytes, saying what was cut."""
+    data = text.encode("utf-8", "surrogateescape")
+    if len(data) <= limit:
+        return text
+    marker = f"\n...[{len(data)} bytes, middle cut]...\n".encode()
+    keep = max(limit - len(marker), 0)
+    head, tail = data[: keep * 2 // 3], data[len(data) - keep // 3 :] if keep // 3 else b""
+    return (head + marker + tail).decode("utf-8", "ignore")
+
+
+def _clip_call(call: ToolCall) -> ToolCall:
+    args = {
+        key: clip(value, MODEL_TEXT_CAP) if isinstance(value, str) else value
+        for key, value in call.arguments.items()
+    }
+    return ToolCall(name=call.name, arguments=args, id=call.id)
+
+
+def _render_bash(result: dict[str, Any]) -> tuple[str, str | None]:
+    """A bash result as transcript text, and the first saved-output reference."""
+    lines = [f"exit_code: {result.get('exit_code')}"]
+    if result.get("rejection"):
+        lines.append(f"rejected: {result['rejection']}")
+    extras = {
+        k: v
+        for k, v in result.items()
+        if k not in _BASH_FIELDS and v not in (None, False, "", [], {})
+    }
+    ref = next(
+        (v for k, v in extras.items() if isinstance(v, str) and v.startswith("/mnt/")),
+        None,
+    )
+    if extras:
+        lines.append(clip(json.dumps(extras, sort_keys=True, default=str), 256))
+    for stream in ("stdout", "stderr"):
+        value = result.get(stream) or ""
+        if value:
+            lines.append(f"{stream}:\n{value}")
+    return clip("\n".join(lines), TOOL_TEXT_CAP), ref
+
+
+def _failure_text(err: BaseException) -> str:
+    """The innermost useful message of an activity or child failure."""
+    cause: BaseException | None = err
+    message = str(err)
+    while cause is not None:
+        if isinstance(cause, ApplicationError):
+            kind = f"{cause.type}: " if cause.type else ""
+            return f"{kind}{cause.message}"
+        if isinstance(cause, FailureError) and str(cause):
+            message = str(cause)
+        cause = cause.__cause__
+    return message
+
+
+class _Agent:
+    """The loop shared by all three roles; subclasses fix the workflow type."""
+
+    role: Role
+
+    def __init__(self) -> None:
+        self._run_id: RunId | None = None
+        self._state = AgentState()
+        self._status = "starting"
+        self._running: list[str] = []
+        self._finished_children = 0
+        self._summary: str | None = None
+
+    # -- identity -----------------------------------------------------------------
+    def _check_identity(self) -> RunId:
+        """Refuse an ID outside the grammar, of another role, or not under its parent."""
+        info = workflow.info()
+        try:
+            run_id = parse_workflow_id_for_type(info.workflow_id, info.workflow_type)
+        except InvalidWorkflowId as err:
+            raise lw_error(INVALID_WORKFLOW_ID, str(err)) from None
+        expected = run_id.parent
+        actual = info.parent.workflow_id if info.parent else None
+        if expected is not None and actual != str(expected):
+            started_by = f"workflow {actual!r}" if actual else "a client"
+            raise lw_error(
+                HIERARCHY_VIOLATION,
+                f"workflow {info.workflow_id!r} was started by {started_by}, but its ID "
+                f"places it under {str(expected)!r}; only that {expected.role.value} may "
+                f"start it (start a standalone run with an ID like "
+                f"'run_<definition>@<token>' or 'pipeline_<token>' instead)",
+            )
+        if expected is None and info.parent is not None:
+            parent_type = _parent_role(info.parent.workflow_id)
+            if parent_type is not None:
+                raise lw_error(
+                    HIERARCHY_VIOLATION,
+                    f"workflow {info.workflow_id!r} is a top-level ID but was started by lw "
+                    f"{parent_type.value} {info.parent.workflow_id!r}; children of an lw "
+                    "workflow must extend its ID",
+                )
+        return run_id
+
+    @property
+    def run_id(self) -> RunId:
+        assert self._run_id is not None
+        return self._run_id
+
+    # -- visibility ---------------------------------------------------------------
+    @workflow.query(name=PROGRESS_QUERY)
+    def progress(self) -> Progress:
+        return Progress(
+            workflow_id=workflow.info().workflow_id,
+            role=self.role,
+            definition_id=self._run_id.definition_id if self._run_id else None,
+            status=self._status,
+            turn=self._state.turn,
+            max_turns=self._state.max_turns,
+            running=list(self._running),
+            children_started=len(self._state.children),
+            children_finished=self._finished_children,
+            summary=self._summary,
+        )
+
+    def _label(self) -> dict[str, str]:
+        return {MEMO_ROLE: self.role.value, MEMO_DEFINITION: self.run_id.definition_id or ""}
+
+    def _search_attributes(self, role: Role, definition: str | None) -> TypedSearchAttributes:
+        pairs: list[SearchAttributePair[Any]] = [SearchAttributePair(ROLE_KEY, role.value)]
+        if definition:
+            pairs.append(SearchAttributePair(DEFINITION_KEY, definition))
+        return TypedSearchAttributes(pairs)
+
+    def _label_self(self) -> None:
+        """Memo at start (a parent already sets it on its children); search attributes
+        once the worker said they are registered on the server."""
+        if workflow.memo_value(MEMO_ROLE, None) is None:
+            workflow.upsert_memo(self._label())
+
+    def _index_self(self) -> None:
+        if not self._state.index_search_attributes:
+            return
+        if workflow.info().typed_search_attributes.get(ROLE_KEY) is not None:
+            return
+        updates = [ROLE_KEY.value_set(self.role.value)]
+        if self.run_id.definition_id:
+            updates.append(DEFINITION_KEY.value_set(self.run_id.definition_id))
+        workflow.upsert_search_attributes(updates)
+
+    # -- the loop -----------------------------------------------------------------
+    async def _loop(self, agent_input: AgentInput | None) -> AgentResult:
+        agent_input = agent_input or AgentInput()
+        self._run_id = self._check_identity()
+        self._state = agent_input.state or AgentState()
+        self._label_self()
+        turns_this_run = 0
+        while True:
+            state = self._state
+            if state.max_turns is not None and state.turn >= state.max_turns:
+                raise lw_error(
+                    TURN_LIMIT,
+                    f"workflow {workflow.info().workflow_id!r} used all {state.max_turns} "
+                    "turns without calling finish; raise max_turns in its definition or "
+                    "make its instructions end with finish",
+                )
+            reply = await self._ask_model(agent_input.task)
+            if state.max_turns is None:
+                state.max_turns = reply.max_turns
+                state.index_search_attributes = reply.index_search_attributes
+                self._index_self()
+            summary = await self._act(reply)
+            state.turn += 1
+            turns_this_run += 1
+            if summary is not None:
+                self._status = "finished"
+                self._summary = summary
+                return AgentResult(
+                    workflow_id=str(self.run_id),
+                    role=self.role,
+                    definition_id=self.run_id.definition_id,
+                    summary=summary,
+                    turns=state.turn,
+                    children=list(state.children),
+                )
+            per_run = agent_input.turns_per_run
+            if workflow.info().is_continue_as_new_suggested() or (
+                per_run is not None and turns_this_run >= per_run
+            ):
+                self._status = "continuing as new"
+                workflow.continue_as_new(
+                    AgentInput(task=agent_input.task, turns_per_run=per_run, state=state)
+                )
+
+    async def _ask_model(self, task: str) -> ModelReply:
+        self._status = "thinking"
+        self._running = ["model"]
+        state = self._state
+        window = state.transcript[-TRANSCRIPT_WINDOW:]
+        turn = ModelTurn(
+            turn=state.turn,
+            task=task,
+            transcript=window,
+            omitted=state.omitted + len(state.transcript) - len(window),
+        )
+        reply: ModelReply = await workflow.execute_activity(
+            MODEL_ACTIVITY,
+            turn,
+            result_type=ModelReply,
+            start_to_close_timeout=timedelta(minutes=10),
+            heartbeat_timeout=timedelta(seconds=30),
+            retry_policy=_RETRY,
+        )
+        return reply
+
+    def _record(self, entry: TranscriptEntry) -> None:
+        state = self._state
+        state.transcript.append(entry)
+        # The state itself travels through continue-as-new: keep it as bounded as
+        # the window the model sees.
+        excess = len(state.transcript) - TRANSCRIPT_WINDOW
+        if excess > 0:
+            del state.transcript[:excess]
+            state.omitted += excess
+
+    async def _act(self, reply: ModelReply) -> str | None:
+        """Run the reply's tool calls in order (consecutive child starts together);
+        return the finish summary, if the model finished."""
+        turn = self._state.turn
+        self._record(
+            TranscriptEntry(
+                kind="assistant",
+                turn=turn,
+                text=clip(reply.text, MODEL_TEXT_CAP),
+                tool_calls=[_clip_call(c) for c in reply.tool_calls],
+            )
+        )
+        calls = reply.tool_calls
+        child_tool = _CHILD_TOOL.get(self.role)
+        index = 0
+        while index < len(calls):
+            call = calls[index]
+            if call.name == "finish":
+                return str(call.arguments.get("summary", "")) or "finished"
+            if call.name == child_tool:
+                group: list[ToolCall] = []
+                while index < len(calls) and calls[index].name == child_tool:
+                    group.append(calls[index])
+                    index += 1
+                self._status = "waiting for children"
+                entries = await asyncio.gather(*self._start_children(group, turn))
+                for entry in entries:
+                    self._record(entry)
+                continue
+            self._status = "running tools"
+            self._running = [call.name]
+            self._record(await self._tool(call, turn))
+            index += 1
+        self._running = []
+        return None
+
+    # -- tools --------------------------------------------------------------------
+    async def _tool(self, call: ToolCall, turn: int) -> TranscriptEntry:
+        def entry(text: str, ok: bool = True, ref: str | None = None) -> TranscriptEntry:
+            return TranscriptEntry(
+                kind="tool", turn=turn, call_id=call.id, tool=call.name, text=text, ok=ok, ref=ref
+            )
+
+        try:
+            if call.name == "bash":
+                return await self._bash(call, entry)
+            activity_name = _MEMORY_TOOLS.get(call.name)
+            if activity_name is None:
+                allowed = [
+                    "bash",
+                    *_MEMORY_TOOLS,
+                    *_CHILD_TOOL.get(self.role, "").split(),
+                    "finish",
+                ]
+                return entry(
+                    f"unknown tool {call.name!r} for the {self.role.value}; "
+                    f"available: {', '.join(allowed)}",
+                    ok=False,
+                )
+            result: dict[str, Any] = await workflow.execute_activity(
+                activity_name,
+                call.arguments,
+                result_type=dict,
+                start_to_close_timeout=timedelta(seconds=60),
+                retry_policy=_RETRY,
+            )
+            return entry(clip(json.dumps(result, sort_keys=True, default=str), TOOL_TEXT_CAP))
+        except ActivityError as err:
+            if is_cancelled_exception(err):
+                raise
+            return entry(clip(_failure_text(err), TOOL_TEXT_CAP), ok=False)
+
+    async def _bash(self, call: ToolCall, entry: Any) -> TranscriptEntry:
+        command = call.arguments.get("command")
+        if not isinstance(command, str):
+            return entry("bash needs a 'command' string argument", ok=False)  # type: ignore[no-any-return]
+        raw_timeout = call.arguments.get("timeout_seconds")
+        timeout = float(raw_timeout) if isinstance(raw_timeout, int | float) else None
+        result: dict[str, Any] = await workflow.execute_activity(
+            "lw.bash",
+            {"command": command, "timeout_seconds": timeout},
+            result_type=dict,
+            start_to_close_timeout=timedelta(seconds=(timeout or BASH_DEFAULT_TIMEOUT) + 60),
+            heartbeat_timeout=timedelta(seconds=30),
+            retry_policy=_RETRY,
+        )
+        text, ref = _render_bash(result)
+        ok = result.get("exit_code") == 0 and not result.get("rejection")
+        return entry(text, ok=ok, ref=ref)  # type: ignore[no-any-return]
+
+    def _start_children(
+        self, calls: Sequence[ToolCall], turn: int
+    ) -> list[Coroutine[Any, Any, TranscriptEntry]]:
+        """Assign each child its ID now, in call order, so IDs never depend on timing."""
+        return [self._child(call, turn, self._next_child_id(call)) for call in calls]
+
+    def _next_child_id(self, call: ToolCall) -> RunId | str:
+        """The next child's ID, or why the call cannot start one."""
+        token = str(self._state.next_child)
+        try:
+            if self.role is Role.ORCHESTRATOR:
+                definition = str(call.arguments.get("workflow", ""))
+                child_id = self.run_id.sub_run(definition, token)
+            else:
+                child_id = self.run_id.step_run(token)
+        except (InvalidWorkflowId, ValueError) as err:
+            return f"cannot start {call.name}: {err}"
+        self._state.next_child += 1
+        self._state.children.append(str(child_id))
+        return child_id
+
+    async def _child(self, call: ToolCall, turn: int, child_id: RunId | str) -> TranscriptEntry:
+        def entry(text: str, ok: bool = True) -> TranscriptEntry:
+            return TranscriptEntry(
+                kind="tool",
+                turn=turn,
+                call_id=call.id,
+                tool=call.name,
+                text=clip(text, TOOL_TEXT_CAP),
+                ok=ok,
+                ref=None if isinstance(child_id, str) else str(child_id),
+            )
+
+        if isinstance(child_id, str):
+            return entry(child_id, ok=False)
+        state = self._state
+        task = str(call.arguments.get("task", ""))
+        child_type = child_id.workflow_type
+        child_role = child_id.role
+        try:
+            result: AgentResult = await workflow.execute_child_workflow(
+                child_type,
+                AgentInput(task=task),
+                id=str(child_id),
+                result_type=AgentResult,
+                parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
+                cancellation_type=workflow.ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
+                memo={MEMO_ROLE: child_role.value, MEMO_DEFINITION: child_id.definition_id or ""},
+                search_attributes=(
+                    self._search_attributes(child_role, child_id.definition_id)
+                    if state.index_search_attributes
+                    else None
+                ),
+                static_summary=clip(f"{child_role.value}: {task}", 200),
+            )
+        except ChildWorkflowError as err:
+            if is_cancelled_exception(err):
+                raise
+            self._finished_children += 1
+            return entry(f"{child_id} failed: {_failure_text(err)}", ok=False)
+        except WorkflowAlreadyStartedError as err:
+            return entry(f"{child_id} did not start: {err}", ok=False)
+        self._finished_children += 1
+        return entry(f"{child_id} finished: {result.summary}")
+
+
+def _parent_role(workflow_id: str) -> Role | None:
+    try:
+        return parse_workflow_id(workflow_id).role
+    except InvalidWorkflowId:
+        return None
+
+
+@workflow.defn(name=ORCHESTRATOR_WORKFLOW)
+class Orchestrator(_Agent):
+    """A pipeline: reads every workflow's lessons, starts planner sub-runs, writes
+    pipeline memory."""
+
+    role = Role.ORCHESTRATOR
+
+    @workflow.run
+    async def run(self, agent_input: AgentInput | None = None) -> AgentResult:
+        return await self._loop(agent_input)
+
+
+@workflow.defn(name=PLANNER_WORKFLOW)
+class Planner(_Agent):
+    """One run of a workflow definition: plans, curates memory, starts worker steps."""
+
+    role = Role.PLANNER
+
+    @workflow.run
+    async def run(self, agent_input: AgentInput | None = None) -> AgentResult:
+        return await self._loop(agent_input)
+
+
+@workflow.defn(name=WORKER_WORKFLOW)
+class Worker(_Agent):
+    """One step of a planner's run."""
+
+    role = Role.WORKER
+
+    @workflow.run
+    async def run(self, agent_input: AgentInput | None = None) -> AgentResult:
+        return await self._loop(agent_input)
+
+
+WORKFLOWS: tuple[type, ...] = (Orchestrator, Planner, Worker)
