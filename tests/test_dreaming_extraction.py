@@ -34,14 +34,16 @@ from lw_temporal._dreaming import (
     DreamingWorkflow,
     DreamInput,
     DreamOptions,
+    DreamResult,
     DreamState,
     DreamStatus,
     RunRecord,
 )
 
-TARGET = "review"
-OTHER = "scoring"
-DEFINITIONS = [WorkflowDefinition(id=TARGET), WorkflowDefinition(id=OTHER)]
+
+def unique_definition(prefix: str) -> str:
+    """Tests share one server: a definition id of its own keeps a test's runs apart."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 class Bash(BaseModel):
@@ -163,11 +165,13 @@ async def dreaming_worker(
     env: WorkflowEnvironment,
     data_dir: Path,
     task_queue: str,
+    definitions: Sequence[str],
     *,
     extra: Sequence[Callable[..., Any]] = (),
 ) -> AsyncIterator[Client]:
     client = raw_client(env)
-    dreaming = DreamingActivities(LwConfig.create(data_dir, DEFINITIONS))
+    config = LwConfig.create(data_dir, [WorkflowDefinition(id=d) for d in definitions])
+    dreaming = DreamingActivities(config)
     tools = FakeTools(data_dir)
     async with Worker(
         client,
@@ -190,13 +194,14 @@ async def run_planners(
 
 
 async def start_dream(
-    client: Client, task_queue: str, target: str = TARGET, **options: Any
-) -> WorkflowHandle[Any, Any]:
+    client: Client, task_queue: str, target: str, **options: Any
+) -> WorkflowHandle[Any, DreamResult]:
     return await client.start_workflow(
         "lw.Dreaming",
         DreamInput(target=target, options=DreamOptions(**options)),
         id=f"dream_{target}@{uuid.uuid4().hex[:10]}",
         task_queue=task_queue,
+        result_type=DreamResult,
     )
 
 
@@ -243,11 +248,12 @@ def read_records(data_dir: Path, dream_id: str) -> list[RunRecord]:
 async def test_extraction_reads_commands_failures_memory_and_steps_of_target_runs_only(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
 ) -> None:
-    async with dreaming_worker(dev_env, data_dir, task_queue) as client:
+    target, other = unique_definition("review"), unique_definition("scoring")
+    async with dreaming_worker(dev_env, data_dir, task_queue, [target, other]) as client:
         target_ids = await run_planners(
             client,
             task_queue,
-            TARGET,
+            target,
             [
                 Script(
                     commands=["pytest -q", "exit 3"],
@@ -258,9 +264,9 @@ async def test_extraction_reads_commands_failures_memory_and_steps_of_target_run
                 Script(commands=["pytest -q"]),
             ],
         )
-        other_ids = await run_planners(client, task_queue, OTHER, [Script(commands=["ls"])])
+        other_ids = await run_planners(client, task_queue, other, [Script(commands=["ls"])])
         await wait_visible(client, target_ids + other_ids)
-        handle = await start_dream(client, task_queue, batch_size=1)
+        handle = await start_dream(client, task_queue, target, batch_size=1)
         state = await wait_for_status(handle, DreamStatus.AWAITING_APPROVAL)
         await handle.cancel()
 
