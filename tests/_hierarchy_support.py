@@ -1,0 +1,48 @@
+"""Shared pieces of the hierarchy, replay, durability and demo tests."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
+from lw_temporal._model import Model
+
+from .conftest import plugin_client
+
+
+@asynccontextmanager
+async def lw_worker(
+    env: WorkflowEnvironment,
+    data_dir: Path,
+    task_queue: str,
+    definitions: Sequence[WorkflowDefinition],
+    model: Model,
+    **plugin_options: Any,
+) -> AsyncIterator[Client]:
+    """A client and a running worker, both configured by one plugin."""
+    plugin = LittleWorkflowPlugin(data_dir, definitions, model=model, **plugin_options)
+    client = plugin_client(env, plugin)
+    async with Worker(client, task_queue=task_queue):
+        yield client
+
+
+async def failure_type(handle: WorkflowHandle[Any, Any]) -> str | None:
+    """The ApplicationError type a workflow failed with."""
+    try:
+        await asyncio.wait_for(handle.result(), timeout=120)
+    except WorkflowFailureError as err:
+        cause: BaseException | None = err.cause
+        while cause is not None and not isinstance(cause, ApplicationError):
+            cause = cause.__cause__
+        assert cause is not None, repr(err.cause)
+        return cause.type
+    return None

@@ -1,0 +1,64 @@
+"""Cancelling a pipeline cancels its planners, their steps and the steps' running
+activities: nothing below a cancelled run keeps working."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.testing import WorkflowEnvironment
+
+from lw_temporal import Role, WorkflowDefinition
+from lw_temporal._model import ModelRequest, ModelResponse, ScriptedModel, tool
+from lw_temporal._workflows import AgentInput
+
+from ._hierarchy_support import lw_worker
+
+ALPHA = WorkflowDefinition(id="alpha")
+
+
+class StuckWorkerModel(ScriptedModel):
+    """Scripted, except that a worker's model call never returns until cancelled."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            {
+                (None, Role.ORCHESTRATOR): [[tool("plan_workflow", workflow="alpha")]],
+                ("alpha", Role.PLANNER): [[tool("run_step", task="x")]],
+            }
+        )
+        self.worker_started = asyncio.Event()
+        self.worker_cancelled = asyncio.Event()
+
+    async def next_turn(self, request: ModelRequest) -> ModelResponse:
+        if request.role is not Role.WORKER:
+            return await super().next_turn(request)
+        self.worker_started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.worker_cancelled.set()
+            raise
+        raise AssertionError("unreachable")
+
+
+async def test_cancelling_the_pipeline_cancels_the_whole_tree(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    model = StuckWorkerModel()
+    pipeline = f"pipeline_{task_queue}"
+    async with lw_worker(dev_env, data_dir, task_queue, [ALPHA], model) as client:
+        handle = await client.start_workflow(
+            "lw.Orchestrator", AgentInput(), id=pipeline, task_queue=task_queue
+        )
+        await asyncio.wait_for(model.worker_started.wait(), timeout=120)
+        await handle.cancel()
+        with pytest.raises(WorkflowFailureError):
+            await asyncio.wait_for(handle.result(), timeout=120)
+        await asyncio.wait_for(model.worker_cancelled.wait(), timeout=120)
+        planner = f"{pipeline}/sub-runs/run_alpha@1"
+        for workflow_id in (pipeline, planner, f"{planner}/steps/step_1"):
+            description = await client.get_workflow_handle(workflow_id).describe()
+            assert description.status == WorkflowExecutionStatus.CANCELED, workflow_id

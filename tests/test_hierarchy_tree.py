@@ -1,0 +1,107 @@
+"""An orchestrator starts planner sub-runs and planners start worker steps, all with
+deterministic IDs that are the run layout, labelled for the Temporal UI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from temporalio.testing import WorkflowEnvironment
+
+from lw_temporal import MemoryConfig, Role, WorkflowDefinition
+from lw_temporal._model import ScriptedModel, tool
+from lw_temporal._workflows import (
+    DEFINITION_KEY,
+    PROGRESS_QUERY,
+    ROLE_KEY,
+    AgentInput,
+    AgentResult,
+    Progress,
+)
+
+from ._hierarchy_support import lw_worker
+
+ALPHA = WorkflowDefinition(id="alpha", memory=MemoryConfig(workflow="none"))
+BETA = WorkflowDefinition(id="beta")
+
+MODEL = ScriptedModel(
+    {
+        (None, Role.ORCHESTRATOR): [
+            [
+                tool("plan_workflow", workflow="alpha", task="a"),
+                tool("plan_workflow", workflow="beta", task="b"),
+            ],
+            [tool("finish", summary="pipeline done")],
+        ],
+        ("alpha", Role.PLANNER): [
+            [tool("run_step", task=f"a{i}") for i in range(3)],
+            [tool("finish", summary="alpha done")],
+        ],
+        ("beta", Role.PLANNER): [[tool("run_step", task="b0")], [tool("finish", summary="b")]],
+        ("alpha", Role.WORKER): [lambda r: [tool("finish", summary=f"did {r.task}")]],
+        ("beta", Role.WORKER): [lambda r: [tool("finish", summary=f"did {r.task}")]],
+    }
+)
+
+
+async def test_pipeline_children_extend_their_parents_ids(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    pipeline = f"pipeline_{task_queue}"
+    async with lw_worker(
+        dev_env, data_dir, task_queue, [ALPHA, BETA], MODEL, search_attributes_registered=True
+    ) as client:
+        result = await client.execute_workflow(
+            "lw.Orchestrator",
+            AgentInput(),
+            id=pipeline,
+            task_queue=task_queue,
+            result_type=AgentResult,
+        )
+        alpha_id = f"{pipeline}/sub-runs/run_alpha@1"
+        assert result.children == [alpha_id, f"{pipeline}/sub-runs/run_beta@2"]
+        assert result.summary == "pipeline done"
+        assert result.turns == 2
+
+        alpha = client.get_workflow_handle(alpha_id, result_type=AgentResult)
+        alpha_result = await alpha.result()
+        assert alpha_result.children == [f"{alpha_id}/steps/step_{i}" for i in (1, 2, 3)]
+        step = await client.get_workflow_handle(
+            f"{alpha_id}/steps/step_2", result_type=AgentResult
+        ).result()
+        assert step.summary == "did a1"
+        assert step.role is Role.WORKER
+
+        description = await alpha.describe()
+        assert description.workflow_type == "lw.Planner"
+        assert description.parent_id == pipeline
+        assert await description.memo() == {"lw.role": "planner", "lw.definition": "alpha"}
+        assert description.typed_search_attributes.get(ROLE_KEY) == "planner"
+        assert description.typed_search_attributes.get(DEFINITION_KEY) == "alpha"
+        root = await client.get_workflow_handle(pipeline).describe()
+        assert root.typed_search_attributes.get(ROLE_KEY) == "orchestrator"
+        assert (await root.memo())["lw.role"] == "orchestrator"
+
+        progress = await alpha.query(PROGRESS_QUERY, result_type=Progress)
+        assert progress.status == "finished"
+        assert progress.children_started == 3
+        assert progress.children_finished == 3
+        assert progress.definition_id == "alpha"
+
+
+async def test_a_planner_runs_alone_with_its_steps_under_it(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    run = f"run_beta@{task_queue}"
+    async with lw_worker(dev_env, data_dir, task_queue, [ALPHA, BETA], MODEL) as client:
+        result = await client.execute_workflow(
+            "lw.Planner",
+            AgentInput(task="solo"),
+            id=run,
+            task_queue=task_queue,
+            result_type=AgentResult,
+        )
+        assert result.children == [f"{run}/steps/step_1"]
+        description = await client.get_workflow_handle(run).describe()
+        # Without the plugin option the workflows never touch search attributes.
+        assert description.typed_search_attributes.get(ROLE_KEY) is None
+        assert (await description.memo())["lw.definition"] == "beta"
