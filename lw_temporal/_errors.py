@@ -47,3 +47,7 @@ NON_RETRYABLE: tuple[str, ...] = (
 def lw_error(kind: str, message: str, *details: object) -> ApplicationError:
     """An ``ApplicationError`` of ``kind``; non-retryable when the kind is in NON_RETRYABLE."""
     return ApplicationError(message, *details, type=kind, non_retryable=kind in NON_RETRYABLE)
+
+
+#: A store's lock stayed held past the wait limit; retrying later can succeed.
+MEMORY_BUSY = "LwMemoryBusy"

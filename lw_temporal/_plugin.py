@@ -18,8 +18,10 @@ from temporalio.worker import WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from ._config import LwConfig
-from ._definitions import WorkflowDefinition
+from ._definitions import MemoryQuota, WorkflowDefinition
+from ._memory import MemoryActivities, MemoryStores
 from ._model import ORCHESTRATOR_MAX_TURNS, Model, ModelActivities
+from ._scan import Scanner
 from ._workflows import WORKFLOWS
 
 PLUGIN_NAME = "lw_temporal.LittleWorkflowPlugin"
@@ -56,6 +58,10 @@ class LittleWorkflowPlugin(SimplePlugin):
             themselves by them (upserting unregistered ones would fail their tasks).
         orchestrator_instructions: the orchestrator's system instructions.
         orchestrator_max_turns: the orchestrator's turn budget.
+        scanner: checks every content written to memory (activities and bash
+            capture); defaults to ``DefaultScanner`` (blocks secrets, reports PII).
+        store_quota: quota of pipeline, org and dreaming stores (a workflow store
+            takes its definition's ``quota``).
     """
 
     def __init__(
@@ -67,9 +73,15 @@ class LittleWorkflowPlugin(SimplePlugin):
         search_attributes_registered: bool = False,
         orchestrator_instructions: str = "",
         orchestrator_max_turns: int = ORCHESTRATOR_MAX_TURNS,
+        scanner: Scanner | None = None,
+        store_quota: MemoryQuota | None = None,
     ) -> None:
         self.config = LwConfig.create(data_dir, definitions)
         activities: list[Callable[..., object]] = []
+        #: The admin API of the memory stores (CLI, dreaming promotion, bash capture).
+        self.memory = MemoryStores.for_config(self.config, scanner=scanner, store_quota=store_quota)
+        self.memory_activities = MemoryActivities(self.config, self.memory)
+        activities += self.memory_activities.callables
         workflows: list[type] = list(WORKFLOWS)
         self.model_activities: ModelActivities | None = None
         if model is not None:

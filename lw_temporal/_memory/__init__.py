@@ -1,0 +1,56 @@
+"""Memory stores with integrity (versions, audit, quotas, scanning, exactly-once) and
+the ``lw.memory.*`` activities over them."""
+
+from ._activities import APPEND, DELETE, LIST, READ, REPLACE, WRITE, MemoryActivities
+from ._models import (
+    ABSENT,
+    AuditEntry,
+    LedgerRecord,
+    ListEntry,
+    ListResult,
+    MemoryAppendRequest,
+    MemoryDeleteRequest,
+    MemoryListRequest,
+    MemoryReadRequest,
+    MemoryReplaceRequest,
+    MemoryWriteRequest,
+    MutationResult,
+    Provenance,
+    ReadResult,
+    RedactResult,
+    StagedChange,
+    StagedChangeResult,
+    StagedCommitResult,
+    VersionInfo,
+)
+from ._stores import MemoryStores
+
+__all__ = [
+    "ABSENT",
+    "APPEND",
+    "DELETE",
+    "LIST",
+    "READ",
+    "REPLACE",
+    "WRITE",
+    "AuditEntry",
+    "LedgerRecord",
+    "ListEntry",
+    "ListResult",
+    "MemoryActivities",
+    "MemoryAppendRequest",
+    "MemoryDeleteRequest",
+    "MemoryListRequest",
+    "MemoryReadRequest",
+    "MemoryReplaceRequest",
+    "MemoryStores",
+    "MemoryWriteRequest",
+    "MutationResult",
+    "Provenance",
+    "ReadResult",
+    "RedactResult",
+    "StagedChange",
+    "StagedChangeResult",
+    "StagedCommitResult",
+    "VersionInfo",
+]

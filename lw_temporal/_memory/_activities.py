@@ -1,0 +1,269 @@
+"""The ``lw.memory.*`` activities: structured memory I/O in the agent's own namespace.
+
+A request names a path as the agent sees it (``/mnt/memory/workflow/lessons.md``,
+``/mnt/memory/peer-workflows/<id>/...``). The calling activity's :class:`Scope`,
+computed from ``activity.info()`` alone, finds the mount; only mounts backed by a
+store are memory, and the mount's mode decides whether a mutation may run. No field
+of a request can name a store the scope does not show or turn ``ro`` into ``rw``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import PurePosixPath
+from typing import TypeVar
+
+from temporalio import activity
+
+from .._config import LwConfig
+from .._errors import MEMORY_OUTSIDE_SCOPE, MEMORY_READ_ONLY, PATH_REJECTED, lw_error
+from .._ids import Role
+from .._scope import MNT, Mount, Scope, StoreKind
+from ._models import (
+    ListEntry,
+    ListResult,
+    MemoryAppendRequest,
+    MemoryDeleteRequest,
+    MemoryListRequest,
+    MemoryReadRequest,
+    MemoryReplaceRequest,
+    MemoryWriteRequest,
+    MutationResult,
+    Provenance,
+    ReadResult,
+)
+from ._stores import MemoryStores
+
+READ = "lw.memory.read"
+WRITE = "lw.memory.write"
+APPEND = "lw.memory.append"
+REPLACE = "lw.memory.replace"
+LIST = "lw.memory.list"
+DELETE = "lw.memory.delete"
+
+MEMORY_ROOT = MNT / "memory"
+_HEARTBEAT_EVERY = 5.0
+
+_T = TypeVar("_T")
+
+
+def _read_only_fix(scope: Scope, mount: Mount) -> str:
+    assert mount.store is not None
+    name = mount.virtual.relative_to(MEMORY_ROOT).parts[0]
+    if name in ("peer-workflows", "available-workflows"):
+        return "another workflow's memory is read-only; write your own /mnt/memory/workflow/"
+    if mount.store.kind is StoreKind.ORG:
+        return "org memory is writable only for definitions with memory.org='rw'"
+    if mount.store.kind is StoreKind.PIPELINE:
+        return "only the orchestrator writes pipeline memory"
+    if scope.role is Role.WORKER:
+        return "workers read workflow memory; the planner writes it (report lessons to it)"
+    return "this definition sets memory.workflow='ro'"
+
+
+class MemoryActivities:
+    """The memory activities of one worker. Register the bound methods.
+
+    ``after_commit`` is a fault-injection hook for tests: called with the activity type
+    and attempt after a mutation committed and before the activity returns, it can
+    raise to simulate a worker that died before reporting completion.
+    """
+
+    def __init__(self, config: LwConfig, stores: MemoryStores, *, max_threads: int = 16) -> None:
+        self.config = config
+        self.stores = stores
+        self.after_commit: Callable[[str, int], None] | None = None
+        self._max_threads = max_threads
+        self._executor: ThreadPoolExecutor | None = None
+
+    @property
+    def callables(self) -> tuple[Callable[..., object], ...]:
+        return (
+            self.read, self.write, self.append, self.replace, self.list_memory, self.delete,
+        )  # fmt: skip
+
+    # -- activities ---------------------------------------------------------------
+    @activity.defn(name=READ)
+    async def read(self, request: MemoryReadRequest) -> ReadResult:
+        """A file's content and ``content_sha256``; an absent file reads as
+        ``exists=False``, so a store never written is simply empty."""
+        _scope, mount, rel = self._resolve(request.path, write=False)
+        assert mount.store is not None
+        store = mount.store
+        return await self._run(
+            lambda _c: self.stores.read(
+                store, rel, offset=request.offset, max_bytes=request.max_bytes, shown=request.path
+            )
+        )
+
+    @activity.defn(name=WRITE)
+    async def write(self, request: MemoryWriteRequest) -> MutationResult:
+        """Create or replace a file; ``if_sha256`` makes it compare-and-set."""
+        scope, mount, rel = self._resolve(request.path, write=True)
+        assert mount.store is not None
+        store, prov = mount.store, Provenance.from_activity(scope)
+        data = request.content.encode("utf-8")
+        return await self._mutation(
+            lambda c: self.stores.write(
+                store, rel, data, provenance=prov, if_sha256=request.if_sha256,
+                shown=request.path, cancel=c,
+            )
+        )  # fmt: skip
+
+    @activity.defn(name=APPEND)
+    async def append(self, request: MemoryAppendRequest) -> MutationResult:
+        """Add text at the end of a file, creating it if absent."""
+        scope, mount, rel = self._resolve(request.path, write=True)
+        assert mount.store is not None
+        store, prov = mount.store, Provenance.from_activity(scope)
+        data = request.content.encode("utf-8")
+        return await self._mutation(
+            lambda c: self.stores.append(
+                store, rel, data, provenance=prov, if_sha256=request.if_sha256,
+                shown=request.path, cancel=c,
+            )
+        )  # fmt: skip
+
+    @activity.defn(name=REPLACE)
+    async def replace(self, request: MemoryReplaceRequest) -> MutationResult:
+        """Replace the single occurrence of ``old`` by ``new`` (``str_replace``)."""
+        scope, mount, rel = self._resolve(request.path, write=True)
+        assert mount.store is not None
+        store, prov = mount.store, Provenance.from_activity(scope)
+        return await self._mutation(
+            lambda c: self.stores.replace(
+                store, rel, request.old, request.new, provenance=prov,
+                if_sha256=request.if_sha256, shown=request.path, cancel=c,
+            )
+        )  # fmt: skip
+
+    @activity.defn(name=DELETE)
+    async def delete(self, request: MemoryDeleteRequest) -> MutationResult:
+        """Delete a file, or a folder and its contents with ``recursive``."""
+        scope, mount, rel = self._resolve(request.path, write=True)
+        assert mount.store is not None
+        store, prov = mount.store, Provenance.from_activity(scope)
+        return await self._mutation(
+            lambda c: self.stores.delete(
+                store, rel, provenance=prov, recursive=request.recursive,
+                if_sha256=request.if_sha256, shown=request.path, cancel=c,
+            )
+        )  # fmt: skip
+
+    @activity.defn(name=LIST)
+    async def list_memory(self, request: MemoryListRequest) -> ListResult:
+        """Files and folders below a memory path; ``/mnt/memory`` lists every store
+        the scope shows."""
+        scope = self.config.activity_scope()
+        path = self._virtual(request.path)
+        mount = scope.mount_at(path)
+        if mount is not None and mount.store is not None:
+            return await self._run(lambda _c: self._list_mount(mount, path, request))
+        below = [
+            m
+            for m in scope.mounts
+            if m.store is not None and (path == MNT or path in m.virtual.parents)
+        ]
+        if not below:
+            raise self._outside(scope, request.path)
+        return await self._run(lambda _c: self._list_many(below, request))
+
+    # -- helpers ------------------------------------------------------------------------
+    def _list_mount(
+        self, mount: Mount, path: PurePosixPath, request: MemoryListRequest
+    ) -> ListResult:
+        assert mount.store is not None
+        rel = "/".join(path.relative_to(mount.virtual).parts)
+        listed = self.stores.list_files(
+            mount.store, rel, recursive=request.recursive, limit=request.limit, shown=str(path)
+        )
+        entries = tuple(
+            e.model_copy(update={"path": f"{mount.virtual}/{e.path}"}) for e in listed.entries
+        )
+        return ListResult(path=str(path), entries=entries, truncated=listed.truncated)
+
+    def _list_many(self, mounts: list[Mount], request: MemoryListRequest) -> ListResult:
+        entries: list[ListEntry] = []
+        truncated = False
+        for mount in sorted(mounts, key=lambda m: str(m.virtual)):
+            if len(entries) >= request.limit:
+                truncated = True
+                break
+            entries.append(ListEntry(path=str(mount.virtual), kind="dir"))
+            if request.recursive:
+                sub = self._list_mount(
+                    mount, mount.virtual, request.model_copy(update={"limit": request.limit})
+                )
+                room = request.limit - len(entries)
+                entries += sub.entries[:room]
+                truncated = truncated or sub.truncated or len(sub.entries) > room
+        return ListResult(path=request.path, entries=tuple(entries), truncated=truncated)
+
+    @staticmethod
+    def _virtual(path: str) -> PurePosixPath:
+        if "\x00" in path:
+            raise lw_error(PATH_REJECTED, f"{path!r}: path contains a NUL byte")
+        if not path.startswith("/"):
+            raise lw_error(
+                PATH_REJECTED,
+                f"{path!r}: memory paths are absolute, e.g. /mnt/memory/workflow/notes.md",
+            )
+        return PurePosixPath(path)
+
+    def _outside(self, scope: Scope, path: str) -> Exception:
+        shown = ", ".join(f"{m.virtual}/ ({m.mode.value})" for m in scope.mounts if m.store)
+        return lw_error(
+            MEMORY_OUTSIDE_SCOPE,
+            f"workflow {scope.workflow_id!r} ({scope.role.value}): {path} is not in a memory "
+            f"store it can see; its memory mounts are: {shown or 'none'}",
+        )
+
+    def _resolve(self, path: str, *, write: bool) -> tuple[Scope, Mount, str]:
+        scope = self.config.activity_scope()
+        virtual = self._virtual(path)
+        mount = scope.mount_at(virtual)
+        if mount is None or mount.store is None:
+            raise self._outside(scope, path)
+        rel = "/".join(virtual.relative_to(mount.virtual).parts)  # '..' stays, and is refused
+        if write and not mount.writable:
+            raise lw_error(
+                MEMORY_READ_ONLY,
+                f"workflow {scope.workflow_id!r} ({scope.role.value}): {path} is read-only "
+                f"({mount.virtual}/ is mounted ro); {_read_only_fix(scope, mount)}",
+            )
+        return scope, mount, rel
+
+    async def _mutation(self, fn: Callable[[threading.Event], MutationResult]) -> MutationResult:
+        result = await self._run(fn)
+        if self.after_commit is not None:
+            info = activity.info()
+            self.after_commit(info.activity_type, info.attempt)
+        return result
+
+    async def _run(self, fn: Callable[[threading.Event], _T]) -> _T:
+        """Run blocking store work in a thread; heartbeat meanwhile. On cancellation
+        the thread is told to stop waiting for the lock, and a critical section that
+        already started is let finish (so no half-made change is left)."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self._max_threads, thread_name_prefix="lw-memory")
+        cancel = threading.Event()
+        future = asyncio.get_running_loop().run_in_executor(self._executor, fn, cancel)
+        try:
+            while True:
+                done, _ = await asyncio.wait({future}, timeout=_HEARTBEAT_EVERY)
+                if done:
+                    return future.result()
+                activity.heartbeat()
+        except asyncio.CancelledError:
+            cancel.set()
+            while not future.done():
+                try:
+                    await asyncio.shield(future)
+                except asyncio.CancelledError:
+                    continue
+                except BaseException:
+                    break
+            raise

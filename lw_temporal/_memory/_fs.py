@@ -1,0 +1,241 @@
+"""File access beneath a store root that never follows a link.
+
+Every path is walked one component at a time with ``openat``-style calls and
+``O_NOFOLLOW``: a symbolic link planted anywhere on the way (by a bash command, say)
+is refused rather than followed, so no name inside a store can reach outside it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+from .._errors import INVALID_REQUEST, PATH_REJECTED, lw_error
+
+#: Names of in-flight temporary files; never valid as a memory path segment.
+TMP_PREFIX = ".lw-tmp-"
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4096
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def clean_relative(rel: str, shown: str) -> tuple[str, ...]:
+    """Split a store-relative path into segments, refusing anything that could leave
+    the store (``..``, absolute paths, NUL) or collide with our temporary files."""
+    if "\x00" in rel:
+        raise lw_error(PATH_REJECTED, f"{shown}: path contains a NUL byte")
+    if len(rel.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
+        raise lw_error(PATH_REJECTED, f"{shown}: path is longer than {MAX_PATH_BYTES} bytes")
+    if rel.startswith("/"):
+        raise lw_error(
+            PATH_REJECTED, f"{shown}: expected a path relative to the store root, got {rel!r}"
+        )
+    parts = tuple(p for p in rel.split("/") if p not in ("", "."))
+    for part in parts:
+        if part == "..":
+            raise lw_error(
+                PATH_REJECTED,
+                f"{shown}: '..' is not allowed in memory paths; name the file from the "
+                "mount root instead",
+            )
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+            raise lw_error(PATH_REJECTED, f"{shown}: segment longer than {MAX_NAME_BYTES} bytes")
+        if part.startswith(TMP_PREFIX):
+            raise lw_error(PATH_REJECTED, f"{shown}: names starting {TMP_PREFIX!r} are reserved")
+    return parts
+
+
+def _link_error(shown: str, name: str) -> Exception:
+    return lw_error(
+        PATH_REJECTED,
+        f"{shown}: {name!r} is a symbolic link; memory paths never follow links. "
+        "Remove the link and write the file itself",
+    )
+
+
+def is_link(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def open_root(root: Path, *, create: bool, shown: str) -> int | None:
+    """An fd on the store root, made (lazily) when ``create``; ``None`` if absent."""
+    try:
+        return os.open(root, _DIR_FLAGS)
+    except FileNotFoundError:
+        if not create:
+            return None
+        root.mkdir(parents=True, exist_ok=True)
+        return os.open(root, _DIR_FLAGS)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise lw_error(
+                PATH_REJECTED, f"{shown}: the store root {root.name!r} is not a plain directory"
+            ) from None
+        raise
+
+
+def open_dir(root_fd: int, parts: tuple[str, ...], *, create: bool, shown: str) -> int | None:
+    """Walk ``parts`` below ``root_fd`` without following links; ``None`` if a
+    directory is missing and not ``create``. The caller closes the returned fd."""
+    fd = os.dup(root_fd)
+    try:
+        for name in parts:
+            try:
+                next_fd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    os.close(fd)
+                    return None
+                with suppress(FileExistsError):
+                    os.mkdir(name, 0o755, dir_fd=fd)
+                next_fd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError as err:
+                if err.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                if is_link(fd, name):
+                    raise _link_error(shown, name) from None
+                raise lw_error(
+                    INVALID_REQUEST, f"{shown}: {name!r} is a file, not a directory"
+                ) from None
+            os.close(fd)
+            fd = next_fd
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextmanager
+def opened_dir(
+    root_fd: int, parts: tuple[str, ...], *, create: bool, shown: str
+) -> Iterator[int | None]:
+    fd = open_dir(root_fd, parts, create=create, shown=shown)
+    try:
+        yield fd
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def read_at(dir_fd: int, name: str, shown: str) -> bytes | None:
+    """The file's bytes, ``None`` if it does not exist; links and directories refused."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise _link_error(shown, name) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise lw_error(INVALID_REQUEST, f"{shown}: is a directory, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise lw_error(PATH_REJECTED, f"{shown}: is not a regular file")
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def kind_at(dir_fd: int, name: str) -> str | None:
+    """``"file"``, ``"dir"``, ``"link"``, ``"other"`` or ``None`` (absent), not following."""
+    try:
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISLNK(mode):
+        return "link"
+    return "other"
+
+
+def write_atomic_at(dir_fd: int, name: str, data: bytes, *, sync_dir: bool = True) -> None:
+    """Replace ``name`` with ``data`` atomically: temp file in the same directory,
+    fsync, rename over, fsync the directory. Readers see the old or the new bytes."""
+    tmp = f"{TMP_PREFIX}{uuid.uuid4().hex}"
+    fd = os.open(
+        tmp,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+        0o644,
+        dir_fd=dir_fd,
+    )
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp, dir_fd=dir_fd)
+        raise
+    os.close(fd)
+    try:
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        os.unlink(tmp, dir_fd=dir_fd)
+        raise
+    if sync_dir:
+        os.fsync(dir_fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """:func:`write_atomic_at` for bookkeeping files under the state dir."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.parent, _DIR_FLAGS)
+    try:
+        write_atomic_at(fd, path.name, data)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, _DIR_FLAGS)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def walk_files(
+    dir_fd: int, prefix: str, *, recursive: bool = True
+) -> Iterator[tuple[str, str, int]]:
+    """``(relative path, kind, size)`` of everything below ``dir_fd``, pre-order
+    (a directory before its contents); links are reported, never entered."""
+    with os.scandir(dir_fd) as entries:
+        items = sorted(entries, key=lambda e: e.name)
+    for entry in items:
+        if entry.name.startswith(TMP_PREFIX):
+            continue
+        rel = f"{prefix}{entry.name}"
+        if entry.is_symlink():
+            yield rel, "link", 0
+        elif entry.is_dir(follow_symlinks=False):
+            yield rel, "dir", 0
+            if not recursive:
+                continue
+            sub = os.open(entry.name, _DIR_FLAGS, dir_fd=dir_fd)
+            try:
+                yield from walk_files(sub, rel + "/")
+            finally:
+                os.close(sub)
+        elif entry.is_file(follow_symlinks=False):
+            yield rel, "file", entry.stat(follow_symlinks=False).st_size
+        else:
+            yield rel, "other", 0

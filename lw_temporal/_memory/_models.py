@@ -1,0 +1,263 @@
+"""Requests, results and records of the memory stores.
+
+Activity models name paths in the agent's virtual namespace (``/mnt/memory/...``);
+the admin API and records name a store and a path relative to its root.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from temporalio import activity
+
+from .._scan import Finding
+from .._scope import Scope
+
+#: ``if_sha256`` value meaning "the file must not exist yet" (create-only).
+ABSENT = "absent"
+
+#: Default cap on the bytes one read returns, so a history never holds a huge payload.
+DEFAULT_READ_BYTES = 256 * 1024
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Provenance(_Model):
+    """Who made a mutation: the activity that ran it, or an admin ``actor``.
+
+    ``idempotency_key`` is (namespace, workflow id, run id, activity id): the same for
+    every attempt of one activity, so a retry finds the result its first attempt
+    recorded.
+    """
+
+    namespace: str | None = None
+    workflow_id: str | None = None
+    workflow_type: str | None = None
+    run_id: str | None = None
+    activity_id: str | None = None
+    activity_type: str | None = None
+    attempt: int | None = None
+    role: str | None = None
+    actor: str | None = None
+
+    @classmethod
+    def from_activity(cls, scope: Scope, *, actor: str | None = None) -> Provenance:
+        """The calling activity's provenance (call inside an activity only)."""
+        info = activity.info()
+        return cls(
+            namespace=info.workflow_namespace,
+            workflow_id=info.workflow_id,
+            workflow_type=info.workflow_type,
+            run_id=info.workflow_run_id,
+            activity_id=info.activity_id,
+            activity_type=info.activity_type,
+            attempt=info.attempt,
+            role=scope.role.value,
+            actor=actor,
+        )
+
+    @classmethod
+    def admin(cls, actor: str) -> Provenance:
+        """An operator's change (CLI, admin tooling, an approved promotion)."""
+        if not actor.strip():
+            raise ValueError("an admin change needs a non-empty actor (who approved it)")
+        return cls(actor=actor)
+
+    @property
+    def idempotency_key(self) -> tuple[str, str, str, str] | None:
+        if (
+            self.namespace is None
+            or self.workflow_id is None
+            or self.run_id is None
+            or self.activity_id is None
+        ):
+            return None
+        return (self.namespace, self.workflow_id, self.run_id, self.activity_id)
+
+    def who(self) -> str:
+        if self.workflow_id is not None:
+            by = f" (approved by {self.actor})" if self.actor else ""
+            return f"workflow {self.workflow_id!r}{by}"
+        return f"admin {self.actor!r}"
+
+
+MutationOp = Literal["write", "append", "replace", "delete", "mkdir", "restore", "redact", "rmdir"]
+
+
+class AuditEntry(_Model):
+    """One line of a store's append-only audit log: one file changed by one operation."""
+
+    time: str
+    op_id: str
+    op: str
+    store: str
+    path: str
+    bytes: int
+    sha256_before: str | None
+    sha256_after: str | None
+    namespace: str | None = None
+    workflow_id: str | None = None
+    workflow_type: str | None = None
+    run_id: str | None = None
+    activity_id: str | None = None
+    activity_type: str | None = None
+    attempt: int | None = None
+    role: str | None = None
+    actor: str | None = None
+    detail: dict[str, str] | None = None
+
+
+class MutationResult(_Model):
+    """What a mutation did. ``replayed`` is true when a retried activity got the
+    result its earlier attempt recorded instead of applying the change again."""
+
+    path: str
+    op: str
+    content_sha256: str | None
+    previous_sha256: str | None
+    bytes: int
+    findings: tuple[Finding, ...] = ()
+    deleted: tuple[str, ...] = ()
+    replayed: bool = False
+
+
+class ReadResult(_Model):
+    path: str
+    exists: bool
+    content: str = ""
+    content_sha256: str | None = None
+    size: int = 0
+    offset: int = 0
+    truncated: bool = False
+
+
+class ListEntry(_Model):
+    path: str
+    kind: Literal["file", "dir", "link", "other"]
+    size: int = 0
+
+
+class ListResult(_Model):
+    path: str
+    entries: tuple[ListEntry, ...] = ()
+    truncated: bool = False
+
+
+class VersionInfo(_Model):
+    """One kept version of a file; ``available`` is false if its content is gone."""
+
+    sha256: str
+    bytes: int
+    time: str
+    op: str
+    workflow_id: str | None = None
+    actor: str | None = None
+    available: bool = True
+
+
+class RedactResult(_Model):
+    path: str
+    current_changed: bool
+    content_sha256: str | None
+    versions_redacted: dict[str, str] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StagedChange:
+    """One change a bash command made in a writable memory mount (from the overlay's
+    upper dir). ``path`` is relative POSIX inside the store; ``source`` holds the new
+    content of a ``write``."""
+
+    path: str
+    kind: Literal["write", "delete", "mkdir"]
+    source: Path | None = None
+
+
+class StagedChangeResult(_Model):
+    path: str
+    kind: Literal["write", "delete", "mkdir"]
+    status: Literal["applied", "rejected", "rolled_back"]
+    reason: str | None = None
+    sha256_before: str | None = None
+    sha256_after: str | None = None
+    bytes: int = 0
+    findings: tuple[Finding, ...] = ()
+
+
+class StagedCommitResult(_Model):
+    """All of one command's changes to one store, applied together or not at all."""
+
+    store: str
+    applied: bool
+    changes: tuple[StagedChangeResult, ...] = ()
+    replayed: bool = False
+
+    @property
+    def reasons(self) -> list[str]:
+        return [f"{c.path}: {c.reason}" for c in self.changes if c.status == "rejected"]
+
+
+class LedgerRecord(_Model):
+    """What the idempotency ledger kept for one activity's committed mutation."""
+
+    op: str
+    result: dict[str, Any]
+    attachment: Any = None
+
+
+# -- activity requests ---------------------------------------------------------
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+def _alias(*names: str) -> AliasChoices:
+    return AliasChoices(*names)
+
+
+class MemoryReadRequest(_Request):
+    path: str
+    offset: int = Field(default=0, ge=0)
+    max_bytes: int = Field(default=DEFAULT_READ_BYTES, gt=0, le=2 * 1024 * 1024)
+
+
+class MemoryWriteRequest(_Request):
+    """Create or replace a file (the memory tool's ``create``; ``file_text`` works too)."""
+
+    path: str
+    content: str = Field(validation_alias=_alias("content", "file_text"))
+    if_sha256: str | None = None
+
+
+class MemoryAppendRequest(_Request):
+    path: str
+    content: str = Field(validation_alias=_alias("content", "text", "file_text"))
+    if_sha256: str | None = None
+
+
+class MemoryReplaceRequest(_Request):
+    """Replace the one occurrence of ``old`` with ``new`` (the memory tool's
+    ``str_replace``); ``old`` must occur exactly once."""
+
+    path: str
+    old: str = Field(min_length=1, validation_alias=_alias("old", "old_str"))
+    new: str = Field(validation_alias=_alias("new", "new_str"))
+    if_sha256: str | None = None
+
+
+class MemoryDeleteRequest(_Request):
+    path: str
+    recursive: bool = False
+    if_sha256: str | None = None
+
+
+class MemoryListRequest(_Request):
+    path: str = "/mnt/memory"
+    recursive: bool = True
+    limit: int = Field(default=1000, gt=0, le=10_000)
