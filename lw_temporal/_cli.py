@@ -11,6 +11,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Callable, Coroutine, Sequence
+from datetime import timedelta
 from typing import Any
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
@@ -24,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_demo(sub)
     _add_worker(sub)
+    _add_dream(sub)
+    _add_gc(sub)
     return parser
 
 
@@ -105,6 +108,242 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         return await run_demo(args)
 
     demo.set_defaults(handler=handler)
+
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90s``, ``15m``, ``1h30m``, ``7d``, ``2w`` (or plain seconds) as a timedelta."""
+    import re
+
+    value = text.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", value):
+        seconds = float(value)
+    else:
+        parts = re.findall(r"(\d+(?:\.\d+)?)([smhdw])", value)
+        if not parts or "".join(n + u for n, u in parts) != value:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a duration; write e.g. 90s, 15m, 1h30m, 7d or 2w"
+            )
+        seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"duration {text!r} must be positive")
+    return timedelta(seconds=seconds)
+
+
+def _add_connection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--address", default="localhost:7233", help="Temporal frontend host:port")
+    parser.add_argument("--namespace", default="default")
+
+
+async def _connect(args: argparse.Namespace) -> Any:
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    return await Client.connect(
+        args.address, namespace=args.namespace, data_converter=pydantic_data_converter
+    )
+
+
+def _failed(what: str, err: Exception) -> int:
+    message = str(err) or type(err).__name__
+    cause = getattr(err, "cause", None) or err.__cause__
+    if cause is not None and str(cause):
+        message = f"{message}: {cause}"
+    print(f"lw-temporal: {what} failed: {message}", file=sys.stderr)
+    return 1
+
+
+def _add_dream(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    dream = sub.add_parser("dream", help="schedule, list and review dreaming (lw.Dreaming)")
+    verbs = dream.add_subparsers(dest="dream_command", required=True)
+
+    schedule = verbs.add_parser(
+        "schedule", help="create a Temporal Schedule that dreams of a definition"
+    )
+    schedule.add_argument("definition", help="the workflow definition id to consolidate")
+    schedule.add_argument("--every", required=True, type=parse_duration, help="e.g. 6h, 1d")
+    schedule.add_argument("--task-queue", default="lw")
+    schedule.add_argument(
+        "--approval-timeout",
+        type=parse_duration,
+        default=timedelta(days=7),
+        help="how long a dream waits for approve/reject (default 7d)",
+    )
+    schedule.add_argument("--max-runs", type=int, default=500)
+    schedule.add_argument("--batch-size", type=int, default=50)
+    schedule.add_argument("--schedule-id", default=None)
+    schedule.add_argument("--now", action="store_true", help="also start one dream immediately")
+    _add_connection(schedule)
+
+    async def do_schedule(args: argparse.Namespace) -> int:
+        from ._dreaming import DreamOptions, schedule_dreaming
+
+        try:
+            options = DreamOptions(
+                max_runs=args.max_runs,
+                batch_size=args.batch_size,
+                approval_timeout=args.approval_timeout,
+            )
+            client = await _connect(args)
+            handle = await schedule_dreaming(
+                client,
+                args.definition,
+                every=args.every,
+                task_queue=args.task_queue,
+                options=options,
+                schedule_id=args.schedule_id,
+                trigger_immediately=args.now,
+            )
+        except Exception as err:
+            return _failed("dream schedule", err)
+        print(
+            f"schedule {handle.id}: lw.Dreaming of {args.definition} every {args.every} "
+            f"on task queue {args.task_queue!r} (overlap: skip)"
+        )
+        return 0
+
+    schedule.set_defaults(handler=do_schedule)
+
+    listing = verbs.add_parser("list", help="dreams waiting for review (or all with --all)")
+    listing.add_argument("--all", action="store_true", help="include finished dreams")
+    _add_connection(listing)
+
+    async def do_list(args: argparse.Namespace) -> int:
+        from ._dreaming import list_dreams
+
+        try:
+            client = await _connect(args)
+            dreams = await list_dreams(client, running_only=not args.all)
+        except Exception as err:
+            return _failed("dream list", err)
+        if not dreams:
+            print("no dreams" + ("" if args.all else " running"))
+        for state in dreams:
+            print(
+                f"{state.workflow_id}  {state.status.value}  target={state.target}  "
+                f"runs={state.runs}"
+            )
+            for note in state.notes:
+                print(
+                    f"    note memory/workflows/memory.dreaming/{note.path} -> "
+                    f"{state.target}/{note.target_path} ({note.bytes} bytes)"
+                )
+            if state.decision is not None:
+                print(f"    decided by {state.decision.who}: {state.decision.why}")
+        return 0
+
+    listing.set_defaults(handler=do_list)
+
+    for verb, help_text in (
+        ("approve", "promote a dream's notes into its target's memory"),
+        ("reject", "close a dream without touching its target"),
+    ):
+        decide = verbs.add_parser(verb, help=help_text)
+        decide.add_argument("workflow_id", help="the dream's workflow id (see dream list)")
+        decide.add_argument("--by", default=None, help="who decides (default: your user name)")
+        decide.add_argument("--why", default="", help="the reason, kept in the audit log")
+        _add_connection(decide)
+        decide.set_defaults(handler=_decide_handler(verb))
+
+
+def _decide_handler(verb: str) -> Handler:
+    async def handler(args: argparse.Namespace) -> int:
+        from ._dreaming import approve_dream, reject_dream
+        from ._retention import default_actor
+
+        who = args.by or default_actor().removeprefix("cli:")
+        try:
+            client = await _connect(args)
+            if verb == "approve":
+                outcome = await approve_dream(client, args.workflow_id, who, args.why)
+            else:
+                status = await reject_dream(client, args.workflow_id, who, args.why)
+        except Exception as err:
+            return _failed(f"dream {verb}", err)
+        if verb == "reject":
+            print(f"{args.workflow_id}: {status.value} by {who}; the target is unchanged")
+            return 0
+        for path in outcome.promoted:
+            print(f"promoted {path} (approved by {who})")
+        for conflict in outcome.conflicts:
+            print(f"conflict: {conflict}", file=sys.stderr)
+        return 1 if outcome.conflicts else 0
+
+    return handler
+
+
+def _add_gc(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    gc = sub.add_parser(
+        "gc", help="remove the scratch of runs closed longer than a retention period"
+    )
+    gc.add_argument("--data-dir", required=True, help="the data dir whose runs/ is cleaned")
+    gc.add_argument(
+        "--retain",
+        type=parse_duration,
+        default=None,
+        help="keep scratch this long after its run closed (default: keep forever)",
+    )
+    gc.add_argument("--dry-run", action="store_true", help="only show what would be removed")
+    gc.add_argument(
+        "--schedule-every",
+        type=parse_duration,
+        default=None,
+        help="instead of removing now, create a Schedule that runs retention this often",
+    )
+    gc.add_argument("--task-queue", default="lw", help="with --schedule-every: the workers")
+    _add_connection(gc)
+
+    async def handler(args: argparse.Namespace) -> int:
+        from ._ids import DataLayout
+        from ._retention import (
+            RetentionPolicy,
+            collect_garbage,
+            default_actor,
+            schedule_retention,
+        )
+
+        if args.retain is None:
+            print(
+                "retention is 'keep forever' (the default): nothing to remove; "
+                "pass --retain 30d to remove scratch of runs closed 30 days ago"
+            )
+            return 0
+        try:
+            client = await _connect(args)
+            if args.schedule_every is not None:
+                handle = await schedule_retention(
+                    client,
+                    every=args.schedule_every,
+                    retain=args.retain,
+                    task_queue=args.task_queue,
+                )
+                print(
+                    f"schedule {handle.id}: scratch retention {args.retain} every "
+                    f"{args.schedule_every} on task queue {args.task_queue!r}"
+                )
+                return 0
+            report = await collect_garbage(
+                client,
+                DataLayout.at(args.data_dir),
+                RetentionPolicy(retain=args.retain, dry_run=args.dry_run, max_listed=10_000),
+                actor=default_actor(),
+            )
+        except Exception as err:
+            return _failed("gc", err)
+        verb = "would remove" if report.dry_run else "removed"
+        for item in report.removed:
+            print(f"{verb} {item.path} ({item.files} files, {item.bytes} bytes; {item.why})")
+        for skipped in report.skipped:
+            print(f"skipped {skipped}", file=sys.stderr)
+        print(
+            f"{verb} {report.removed_count} scratch folders ({report.removed_bytes} bytes); "
+            f"kept {report.kept_running} of running runs, {report.kept_recent} recent"
+        )
+        return 1 if report.skipped else 0
+
+    gc.set_defaults(handler=handler)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

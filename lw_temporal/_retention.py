@@ -1,0 +1,333 @@
+"""Scratch retention: delete the scratch of runs that closed long enough ago.
+
+The seeds keep scratch "for inspection" by default, so the default policy keeps
+everything; an operator opts into a retention period. Whether a run is still going is
+asked of Temporal (``describe``), never guessed from the disk: a running run's scratch,
+and the scratch of anything inside a running pipeline, is never touched. Every
+deletion is appended to an audit log under ``<dataDir>/.lw/audit/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from temporalio import activity, workflow
+from temporalio.common import RetryPolicy
+
+from ._errors import NON_RETRYABLE
+from ._ids import DataLayout, InvalidWorkflowId, RunId, parse_workflow_id
+
+with workflow.unsafe.imports_passed_through():
+    from temporalio.client import (
+        Client,
+        Schedule,
+        ScheduleActionStartWorkflow,
+        ScheduleHandle,
+        ScheduleIntervalSpec,
+        ScheduleOverlapPolicy,
+        SchedulePolicy,
+        ScheduleSpec,
+        WorkflowExecutionStatus,
+    )
+    from temporalio.service import RPCError, RPCStatusCode
+
+    from ._config import LwConfig
+
+RETENTION_WORKFLOW = "lw.ScratchRetention"
+RETENTION_GC = "lw.retention.gc"
+RETENTION_SCHEDULE_ID = "lw-scratch-retention"
+AUDIT_FILE = "retention.jsonl"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RetentionPolicy(_Model):
+    """``retain=None`` keeps every scratch forever (the seeds' default)."""
+
+    retain: timedelta | None = None
+    dry_run: bool = False
+    #: How many removals the report lists; the audit log has all of them.
+    max_listed: int = Field(default=100, ge=0, le=10_000)
+
+
+class GcItem(_Model):
+    workflow_id: str
+    path: str
+    files: int
+    bytes: int
+    closed: datetime | None
+    why: str
+
+
+class GcReport(_Model):
+    retain: timedelta | None
+    dry_run: bool
+    removed: tuple[GcItem, ...] = ()
+    removed_count: int = 0
+    removed_bytes: int = 0
+    kept_running: int = 0
+    kept_recent: int = 0
+    skipped: tuple[str, ...] = ()
+
+
+def scratch_dirs(layout: DataLayout) -> Iterator[tuple[RunId, Path]]:
+    """Every run's scratch folder under ``runs/``, found by walking the ID grammar's
+    folders (never descending into a scratch: its content is the agents')."""
+    if not layout.runs.is_dir():
+        return
+    stack = [layout.runs]
+    while stack:
+        folder = stack.pop()
+        try:
+            children = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
+        except OSError:
+            continue
+        for entry in children:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            path = Path(entry.path)
+            if entry.name == "scratch" and folder != layout.runs:
+                rel = folder.relative_to(layout.runs).as_posix()
+                try:
+                    run_id = parse_workflow_id(rel)
+                except InvalidWorkflowId:
+                    continue
+                yield run_id, path
+            else:
+                stack.append(path)
+
+
+def _size(path: Path) -> tuple[int, int, float]:
+    """Files, bytes and the newest modification time in a tree (links not followed)."""
+    files = total = 0
+    newest = path.lstat().st_mtime
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in dirnames + filenames:
+            try:
+                info = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            newest = max(newest, info.st_mtime)
+            if name in filenames:
+                files += 1
+                total += info.st_size
+    return files, total, newest
+
+
+class _Status:
+    """Temporal's view of each run, asked once per ID."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.cache: dict[str, tuple[bool, datetime | None] | None] = {}
+
+    async def get(self, workflow_id: str) -> tuple[bool, datetime | None] | None:
+        """``(running, close_time)``, or ``None`` when Temporal no longer knows the ID."""
+        if workflow_id not in self.cache:
+            try:
+                description = await self.client.get_workflow_handle(workflow_id).describe()
+            except RPCError as err:
+                if err.status is not RPCStatusCode.NOT_FOUND:
+                    raise
+                self.cache[workflow_id] = None
+            else:
+                running = description.status is WorkflowExecutionStatus.RUNNING
+                self.cache[workflow_id] = (running, description.close_time)
+        return self.cache[workflow_id]
+
+
+def _ancestors(run_id: RunId) -> Iterator[RunId]:
+    parent = run_id.parent
+    while parent is not None:
+        yield parent
+        parent = parent.parent
+
+
+async def collect_garbage(
+    client: Client,
+    layout: DataLayout,
+    policy: RetentionPolicy,
+    *,
+    actor: str,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    now: datetime | None = None,
+) -> GcReport:
+    """Remove (or with ``dry_run`` only list) the scratch of runs closed longer than
+    ``policy.retain`` ago.
+
+    A run Temporal no longer knows (its history outlived the namespace retention) is
+    judged by the newest modification time inside its scratch.
+    """
+    if policy.retain is None:
+        return GcReport(retain=None, dry_run=policy.dry_run)
+    now = now or datetime.now(UTC)
+    cutoff = now - policy.retain
+    status = _Status(client)
+    removed: list[GcItem] = []
+    removed_count = removed_bytes = kept_running = kept_recent = 0
+    skipped: list[str] = []
+    for n, (run_id, scratch) in enumerate(scratch_dirs(layout)):
+        if progress is not None:
+            progress({"checked": n, "removed": removed_count})
+        workflow_id = str(run_id)
+        own = await status.get(workflow_id)
+        ancestors = [await status.get(str(a)) for a in _ancestors(run_id)]
+        if (own is not None and own[0]) or any(a is not None and a[0] for a in ancestors):
+            kept_running += 1
+            continue
+        files, size, newest = await asyncio.to_thread(_size, scratch)
+        if own is not None:
+            closed = own[1]
+            why = f"closed {closed.isoformat()}" if closed is not None else "closed"
+        else:
+            closed = datetime.fromtimestamp(newest, UTC)
+            why = f"unknown to Temporal; untouched since {closed.isoformat()}"
+        if closed is None or closed > cutoff:
+            kept_recent += 1
+            continue
+        item = GcItem(
+            workflow_id=workflow_id,
+            path=scratch.relative_to(layout.root).as_posix(),
+            files=files,
+            bytes=size,
+            closed=closed,
+            why=why,
+        )
+        if not policy.dry_run:
+            try:
+                await asyncio.to_thread(_remove, scratch, layout)
+            except OSError as err:
+                if len(skipped) < policy.max_listed:
+                    skipped.append(f"{item.path}: {err}")
+                continue
+            _audit(layout, item, actor, policy.retain)
+        removed_count += 1
+        removed_bytes += size
+        if len(removed) < policy.max_listed:
+            removed.append(item)
+    return GcReport(
+        retain=policy.retain,
+        dry_run=policy.dry_run,
+        removed=tuple(removed),
+        removed_count=removed_count,
+        removed_bytes=removed_bytes,
+        kept_running=kept_running,
+        kept_recent=kept_recent,
+        skipped=tuple(skipped),
+    )
+
+
+def _remove(scratch: Path, layout: DataLayout) -> None:
+    """Move the folder out of the agents' view first, so a half-finished removal never
+    leaves a half-empty scratch behind, then delete it."""
+    trash = layout.state / "trash"
+    trash.mkdir(parents=True, exist_ok=True)
+    moved = trash / f"{os.getpid()}-{datetime.now(UTC).timestamp():.6f}-{scratch.parent.name}"
+    os.rename(scratch, moved)
+    shutil.rmtree(moved)
+
+
+def _audit(layout: DataLayout, item: GcItem, actor: str, retain: timedelta) -> None:
+    audit = layout.state / "audit"
+    audit.mkdir(parents=True, exist_ok=True)
+    entry = {
+        "time": datetime.now(UTC).isoformat(),
+        "op": "scratch.delete",
+        "workflow_id": item.workflow_id,
+        "path": item.path,
+        "files": item.files,
+        "bytes": item.bytes,
+        "closed": item.closed.isoformat() if item.closed else None,
+        "why": item.why,
+        "retain_seconds": retain.total_seconds(),
+        "actor": actor,
+    }
+    with (audit / AUDIT_FILE).open("a", encoding="utf-8") as log:
+        log.write(json.dumps(entry, sort_keys=True) + "\n")
+
+
+class RetentionActivities:
+    """The retention activity; the data dir it cleans is the worker's own."""
+
+    def __init__(self, config: LwConfig) -> None:
+        self.config = config
+
+    def callables(self) -> list[Callable[..., Any]]:
+        return [self.gc]
+
+    @activity.defn(name=RETENTION_GC)
+    async def gc(self, policy: RetentionPolicy) -> GcReport:
+        info = activity.info()
+        return await collect_garbage(
+            activity.client(),
+            self.config.layout,
+            policy,
+            actor=f"workflow:{info.workflow_id}",
+            progress=lambda details: activity.heartbeat(details),
+        )
+
+
+@workflow.defn(name=RETENTION_WORKFLOW)
+class ScratchRetentionWorkflow:
+    """One retention pass; a Schedule runs it periodically."""
+
+    @workflow.run
+    async def run(self, policy: RetentionPolicy) -> GcReport:
+        report: GcReport = await workflow.execute_activity(
+            RETENTION_GC,
+            policy,
+            result_type=GcReport,
+            start_to_close_timeout=timedelta(hours=2),
+            heartbeat_timeout=timedelta(minutes=2),
+            retry_policy=RetryPolicy(
+                maximum_attempts=3, non_retryable_error_types=list(NON_RETRYABLE)
+            ),
+        )
+        return report
+
+
+async def schedule_retention(
+    client: Client,
+    *,
+    every: timedelta,
+    retain: timedelta,
+    task_queue: str,
+    schedule_id: str = RETENTION_SCHEDULE_ID,
+) -> ScheduleHandle:
+    """Create the Schedule that removes scratch older than ``retain`` every ``every``.
+
+    The workers of ``task_queue`` must share the data dir whose scratch is cleaned.
+    """
+    if every <= timedelta(0) or retain <= timedelta(0):
+        raise ValueError("retention interval and period must be positive")
+    return await client.create_schedule(
+        schedule_id,
+        Schedule(
+            action=ScheduleActionStartWorkflow(
+                RETENTION_WORKFLOW,
+                RetentionPolicy(retain=retain),
+                id=schedule_id,
+                task_queue=task_queue,
+            ),
+            spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
+            policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
+        ),
+    )
+
+
+def default_actor() -> str:
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return "cli"
