@@ -1,5 +1,6 @@
 """lw-temporal: durable, sandboxed working memory for teams of AI agents on Temporal."""
 
+from ._bash import BASH_ACTIVITY, REJECTED_EXIT_CODE, BashRequest, BashResult
 from ._definitions import (
     AttachSpec,
     DefinitionRegistry,
@@ -43,13 +44,17 @@ from ._scope import Mode, Mount, Scope, StoreKind, StoreRef, derive_scope
 
 __all__ = [
     "ABSENT",
+    "BASH_ACTIVITY",
     "DREAMING_WORKFLOW",
     "NON_RETRYABLE",
     "ORCHESTRATOR_WORKFLOW",
     "PLANNER_WORKFLOW",
+    "REJECTED_EXIT_CODE",
     "WORKER_WORKFLOW",
     "AttachSpec",
     "AuditEntry",
+    "BashRequest",
+    "BashResult",
     "DataLayout",
     "DefaultScanner",
     "DefinitionRegistry",

@@ -17,10 +17,12 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+from ._bash import BashActivities
 from ._config import LwConfig
 from ._definitions import MemoryQuota, WorkflowDefinition
 from ._memory import MemoryActivities, MemoryStores
 from ._model import ORCHESTRATOR_MAX_TURNS, Model, ModelActivities
+from ._sandbox import Limits
 from ._scan import Scanner
 from ._workflows import WORKFLOWS
 
@@ -62,6 +64,12 @@ class LittleWorkflowPlugin(SimplePlugin):
             capture); defaults to ``DefaultScanner`` (blocks secrets, reports PII).
         store_quota: quota of pipeline, org and dreaming stores (a workflow store
             takes its definition's ``quota``).
+        sandbox: how ``lw.bash`` isolates commands: ``"auto"``/``"bwrap"`` (kernel
+            namespaces via bubblewrap) or ``"unsandboxed-dangerous"`` (no isolation;
+            only for trusted commands). Checked at the first command.
+        bash_output_cap: bytes of each output stream returned in an ``lw.bash`` result;
+            longer output is saved under the agent's own scratch and referenced.
+        bash_limits: rlimits, /tmp size and process limit of each command.
     """
 
     def __init__(
@@ -75,6 +83,9 @@ class LittleWorkflowPlugin(SimplePlugin):
         orchestrator_max_turns: int = ORCHESTRATOR_MAX_TURNS,
         scanner: Scanner | None = None,
         store_quota: MemoryQuota | None = None,
+        sandbox: str = "auto",
+        bash_output_cap: int = 64 * 1024,
+        bash_limits: Limits | None = None,
     ) -> None:
         self.config = LwConfig.create(data_dir, definitions)
         activities: list[Callable[..., object]] = []
@@ -82,6 +93,10 @@ class LittleWorkflowPlugin(SimplePlugin):
         self.memory = MemoryStores.for_config(self.config, scanner=scanner, store_quota=store_quota)
         self.memory_activities = MemoryActivities(self.config, self.memory)
         activities += self.memory_activities.callables
+        self.bash_activities = BashActivities(
+            self.config, sandbox=sandbox, output_cap=bash_output_cap, limits=bash_limits
+        )
+        activities += self.bash_activities.callables
         workflows: list[type] = list(WORKFLOWS)
         self.model_activities: ModelActivities | None = None
         if model is not None:
