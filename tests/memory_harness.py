@@ -1,0 +1,143 @@
+"""Test workflows that run memory activities under a real role.
+
+An activity's scope comes from its workflow's type and ID, so these stand-ins carry
+the real type names (``lw.Planner`` ...) and are started with IDs of the grammar. They
+execute a script of activity calls and report each outcome, so tests can check both
+results and typed failures. The client is built without the plugin so that the
+plugin's own workflows of the same names are not registered beside them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, Field
+from temporalio import workflow
+from temporalio.client import Client
+from temporalio.common import RetryPolicy
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from lw_temporal import NON_RETRYABLE, LittleWorkflowPlugin
+
+
+class Call(BaseModel):
+    activity: str
+    args: dict[str, Any]
+
+
+class Script(BaseModel):
+    calls: list[Call]
+    parallel: bool = False
+    max_attempts: int = 3
+
+
+class Outcome(BaseModel):
+    ok: bool
+    result: dict[str, Any] = Field(default_factory=dict)
+    error_type: str | None = None
+    message: str | None = None
+
+
+async def _one(call: Call, max_attempts: int) -> Outcome:
+    try:
+        result = await workflow.execute_activity(
+            call.activity,
+            call.args,
+            result_type=dict,
+            start_to_close_timeout=timedelta(seconds=120),
+            retry_policy=RetryPolicy(
+                initial_interval=timedelta(milliseconds=200),
+                maximum_attempts=max_attempts,
+                non_retryable_error_types=list(NON_RETRYABLE),
+            ),
+        )
+        return Outcome(ok=True, result=result)
+    except ActivityError as err:
+        cause = err.cause
+        if isinstance(cause, ApplicationError):
+            return Outcome(ok=False, error_type=cause.type, message=cause.message)
+        return Outcome(ok=False, error_type=type(cause).__name__, message=str(cause))
+
+
+async def _run(script: Script) -> list[Outcome]:
+    if script.parallel:
+        import asyncio
+
+        return list(await asyncio.gather(*(_one(c, script.max_attempts) for c in script.calls)))
+    return [await _one(c, script.max_attempts) for c in script.calls]
+
+
+@workflow.defn(name="lw.Planner", sandboxed=False)
+class ScriptPlanner:
+    @workflow.run
+    async def run(self, script: Script) -> list[Outcome]:
+        return await _run(script)
+
+
+@workflow.defn(name="lw.Worker", sandboxed=False)
+class ScriptWorker:
+    @workflow.run
+    async def run(self, script: Script) -> list[Outcome]:
+        return await _run(script)
+
+
+@workflow.defn(name="lw.Orchestrator", sandboxed=False)
+class ScriptOrchestrator:
+    @workflow.run
+    async def run(self, script: Script) -> list[Outcome]:
+        return await _run(script)
+
+
+WORKFLOW_FOR_ROLE = {
+    "planner": ScriptPlanner,
+    "worker": ScriptWorker,
+    "orchestrator": ScriptOrchestrator,
+}
+
+RunScript = Callable[..., Awaitable[list[Outcome]]]
+
+
+def call(activity: str, **args: Any) -> Call:
+    return Call(activity=activity, args=args)
+
+
+@asynccontextmanager
+async def memory_harness(
+    env: WorkflowEnvironment, plugin: LittleWorkflowPlugin, task_queue: str
+) -> AsyncIterator[RunScript]:
+    """Yields ``run(workflow_id, *calls, role=..., parallel=False, max_attempts=3)``."""
+    client = Client(**env.client.config() | {"data_converter": pydantic_data_converter})
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=list(WORKFLOW_FOR_ROLE.values()),
+        activities=list(plugin.memory_activities.callables),
+    ):
+
+        async def run(
+            workflow_id: str,
+            *calls: Call,
+            role: str = "planner",
+            parallel: bool = False,
+            max_attempts: int = 3,
+        ) -> list[Outcome]:
+            wf = WORKFLOW_FOR_ROLE[role]
+            # A fresh token per run keeps IDs unique across tests on a shared server.
+            suffix = uuid.uuid4().hex[:8]
+            wid = workflow_id.replace("{u}", suffix)
+            return await client.execute_workflow(
+                wf.run,  # type: ignore[attr-defined]
+                Script(calls=list(calls), parallel=parallel, max_attempts=max_attempts),
+                id=wid,
+                task_queue=task_queue,
+                result_type=list[Outcome],
+            )
+
+        yield run
