@@ -95,6 +95,8 @@ class AgentState(BaseModel):
     omitted: int = 0
     next_child: int = 1
     children: list[str] = Field(default_factory=list)
+    children_finished: int = 0
+    failed_tools: int = 0
     max_turns: int | None = None
     index_search_attributes: bool = False
 
@@ -133,6 +135,8 @@ class Progress(BaseModel):
     running: list[str] = Field(default_factory=list)
     children_started: int = 0
     children_finished: int = 0
+    children: list[str] = Field(default_factory=list)
+    failed_tools: int = 0
     summary: str | None = None
 
 
@@ -202,7 +206,6 @@ class _Agent:
         self._state = AgentState()
         self._status = "starting"
         self._running: list[str] = []
-        self._finished_children = 0
         self._summary: str | None = None
 
     # -- identity -----------------------------------------------------------------
@@ -252,7 +255,9 @@ class _Agent:
             max_turns=self._state.max_turns,
             running=list(self._running),
             children_started=len(self._state.children),
-            children_finished=self._finished_children,
+            children_finished=self._state.children_finished,
+            children=list(self._state.children),
+            failed_tools=self._state.failed_tools,
             summary=self._summary,
         )
 
@@ -349,6 +354,8 @@ class _Agent:
     def _record(self, entry: TranscriptEntry) -> None:
         state = self._state
         state.transcript.append(entry)
+        if not entry.ok:
+            state.failed_tools += 1
         # The state itself travels through continue-as-new: keep it as bounded as
         # the window the model sees.
         excess = len(state.transcript) - TRANSCRIPT_WINDOW
@@ -374,6 +381,7 @@ class _Agent:
         while index < len(calls):
             call = calls[index]
             if call.name == "finish":
+                self._running = []
                 return str(call.arguments.get("summary", "")) or "finished"
             if call.name == child_tool:
                 group: list[ToolCall] = []
@@ -381,6 +389,7 @@ class _Agent:
                     group.append(calls[index])
                     index += 1
                 self._status = "waiting for children"
+                self._running = [f"{len(group)} x {child_tool}"]
                 entries = await asyncio.gather(*self._start_children(group, turn))
                 for entry in entries:
                     self._record(entry)
@@ -504,11 +513,11 @@ class _Agent:
         except ChildWorkflowError as err:
             if is_cancelled_exception(err):
                 raise
-            self._finished_children += 1
+            self._state.children_finished += 1
             return entry(f"{child_id} failed: {_failure_text(err)}", ok=False)
         except WorkflowAlreadyStartedError as err:
             return entry(f"{child_id} did not start: {err}", ok=False)
-        self._finished_children += 1
+        self._state.children_finished += 1
         return entry(f"{child_id} finished: {result.summary}")
 
 

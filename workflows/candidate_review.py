@@ -65,7 +65,6 @@ def _look_around(request: ModelRequest) -> Sequence[ToolCall]:
 
 
 def _plan(request: ModelRequest) -> Sequence[ToolCall]:
-    run = request.workflow_id.rsplit("/", 1)[-1]
     return [
         tool("bash", command=f"cat > /mnt/scratch/own/plan.md <<'EOF'\n{PLAN}EOF"),
         tool(
@@ -77,7 +76,7 @@ def _plan(request: ModelRequest) -> Sequence[ToolCall]:
             "memory_append",
             path="/mnt/memory/workflow/lessons-learned.md",
             content=(
-                f"\n## {run}\n"
+                f"\n## {request.workflow_id}\n"
                 "Resume gaps require a dedicated step before scoring; an inline check "
                 "returns false positives.\n"
             ),
