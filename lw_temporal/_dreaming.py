@@ -31,6 +31,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
 
 from ._definitions import sha256_hex
 from ._errors import (
@@ -43,7 +44,6 @@ from ._ids import (
     DREAMING_DEFINITION_ID,
     DREAMING_WORKFLOW,
     PLANNER_WORKFLOW,
-    DataLayout,
     InvalidWorkflowId,
     Role,
     check_definition_id,
@@ -66,6 +66,8 @@ with workflow.unsafe.imports_passed_through():
     )
 
     from ._config import LwConfig
+    from ._memory import ABSENT, AuditEntry, MemoryStores, Provenance
+    from ._scope import Scope
 
 DREAM_FIND_RUNS = "lw.dreaming.find_runs"
 DREAM_EXTRACT = "lw.dreaming.extract"
@@ -598,102 +600,6 @@ async def extract_run(
     )
 
 
-# -- the memory seam -------------------------------------------------------------------------
-
-#: ``if_sha256`` meaning "the file must not exist yet".
-ABSENT = "absent"
-
-
-class StoreConflict(Exception):
-    """A compare-and-set write whose precondition no longer holds."""
-
-
-class NoteStores(Protocol):
-    """Versioned, audited reads and writes of memory stores by an admin actor.
-
-    ``write`` with ``if_sha256=None`` is unconditional; with a digest it applies only
-    if the file's current content has that sha256 (``ABSENT``: only if there is no
-    file), else raises :class:`StoreConflict`. It returns the new content's sha256.
-    """
-
-    def read(self, store: StoreRef, path: str) -> tuple[bytes, str] | None: ...
-
-    def write(
-        self,
-        store: StoreRef,
-        path: str,
-        data: bytes,
-        *,
-        if_sha256: str | None,
-        actor: str,
-        reason: str,
-    ) -> str: ...
-
-
-class FileNoteStores:
-    """Compare-and-set writes under a per-store lock, each recorded in an append-only
-    JSON-lines audit log under ``<dataDir>/.lw/audit/``."""
-
-    def __init__(self, layout: DataLayout) -> None:
-        self.layout = layout
-
-    def _file(self, store: StoreRef, path: str) -> Path:
-        return store.path(self.layout).joinpath(*PurePosixPath(_check_note_path(path)).parts)
-
-    def read(self, store: StoreRef, path: str) -> tuple[bytes, str] | None:
-        try:
-            data = self._file(store, path).read_bytes()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            return None
-        return data, sha256_hex(data)
-
-    def write(
-        self,
-        store: StoreRef,
-        path: str,
-        data: bytes,
-        *,
-        if_sha256: str | None,
-        actor: str,
-        reason: str,
-    ) -> str:
-        import fcntl
-
-        locks = self.layout.state / "locks"
-        locks.mkdir(parents=True, exist_ok=True)
-        lock_name = f"{store.kind.value}-{store.key}.lock"
-        with (locks / lock_name).open("a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            current = self.read(store, path)
-            before = current[1] if current is not None else None
-            if if_sha256 is not None and (before or ABSENT) != if_sha256:
-                shown = "absent" if before is None else f"at sha256 {before[:12]}"
-                wanted = "absent" if if_sha256 == ABSENT else f"at sha256 {if_sha256[:12]}"
-                raise StoreConflict(f"{store}/{path} is {shown}, expected {wanted}")
-            target = self._file(store, path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".lw-tmp-{target.name}")
-            tmp.write_bytes(data)
-            os.replace(tmp, target)
-            after = sha256_hex(data)
-            entry = {
-                "time": datetime.now(UTC).isoformat(),
-                "op": "write",
-                "store": str(store),
-                "path": path,
-                "bytes": len(data),
-                "sha256_before": before,
-                "sha256_after": after,
-                "actor": actor,
-                "detail": {"reason": reason},
-            }
-            audit = self.layout.state / "audit"
-            audit.mkdir(parents=True, exist_ok=True)
-            with (audit / "dreaming.jsonl").open("a", encoding="utf-8") as log:
-                log.write(json.dumps(entry, sort_keys=True) + "\n")
-            return after
-
-
 # -- activities ------------------------------------------------------------------------------
 
 
@@ -731,31 +637,44 @@ class DreamingActivities:
     Args:
         config: the worker's data dir and definitions; the target must be registered.
         consolidator: turns run records into notes (default :class:`DefaultConsolidator`).
-        stores: versioned, audited access to memory stores.
+        stores: the memory stores' admin API (versions, compare-and-set, audit); the
+            plugin passes its own so every writer shares one set of locks.
     """
 
     def __init__(
         self,
         config: LwConfig,
         consolidator: Consolidator | None = None,
-        stores: NoteStores | None = None,
+        stores: MemoryStores | None = None,
     ) -> None:
         self.config = config
         self.consolidator: Consolidator = consolidator or DefaultConsolidator()
-        self.stores: NoteStores = stores or FileNoteStores(config.layout)
+        self.stores = stores or MemoryStores.for_config(config)
 
     def callables(self) -> list[Callable[..., Any]]:
         """The activity callables to register on a worker."""
         return [self.find_runs, self.extract, self.consolidate, self.promote]
 
-    def _scope(self) -> tuple[str, Path, str]:
+    def _dream_scope(self) -> Scope:
         scope = self.config.activity_scope()
         if scope.role is not Role.DREAMING or scope.run_id.definition_id is None:
             raise lw_error(
                 INVALID_WORKFLOW_ID,
                 f"workflow {scope.workflow_id!r}: dreaming activities run only in lw.Dreaming",
             )
+        return scope
+
+    def _scope(self) -> tuple[str, Path, str]:
+        scope = self._dream_scope()
+        assert scope.run_id.definition_id is not None
         return scope.run_id.definition_id, scope.own_scratch / "dream", scope.workflow_id
+
+    def _provenance(self, scope: Scope, index: int, actor: str | None = None) -> Provenance:
+        """The activity's provenance, made distinct per note: the stores keep one
+        exactly-once record per activity and store, and one activity writes several
+        notes."""
+        provenance = Provenance.from_activity(scope, actor=actor)
+        return provenance.model_copy(update={"activity_id": f"{provenance.activity_id}#{index}"})
 
     @activity.defn(name=DREAM_FIND_RUNS)
     async def find_runs(self, request: FindRunsRequest) -> FindRunsResult:
@@ -790,15 +709,20 @@ class DreamingActivities:
             found.append((closed, execution.id, execution.run_id, status))
         found.sort()
         found = found[: request.max_runs]
-        _atomic_write(
-            work / "runs.json",
-            json.dumps(
-                [
-                    {"close_time": c.isoformat(), "workflow_id": w, "run_id": r, "status": s}
-                    for c, w, r, s in found
-                ]
-            ),
-        )
+        changes = await asyncio.to_thread(self._bash_changes, target, {w for _, w, _, _ in found})
+        # One input file per batch, so each extract reads only its own share.
+        for batch, start in enumerate(range(0, len(found), request.batch_size)):
+            items = [
+                {
+                    "close_time": c.isoformat(),
+                    "workflow_id": w,
+                    "run_id": r,
+                    "status": s,
+                    "bash_changes": [e.model_dump(mode="json") for e in changes.get(w, ())],
+                }
+                for c, w, r, s in found[start : start + request.batch_size]
+            ]
+            _atomic_write(work / "inputs" / f"{batch:06d}.json", json.dumps(items))
         if not found:
             return FindRunsResult(runs=0, batches=0, cursor=cursor)
         newest = found[-1][0]
@@ -814,17 +738,17 @@ class DreamingActivities:
 
     @activity.defn(name=DREAM_EXTRACT)
     async def extract(self, request: ExtractRequest) -> ExtractResult:
-        _, work, workflow_id = self._scope()
+        target, work, workflow_id = self._scope()
+        source = work / "inputs" / f"{request.batch:06d}.json"
         try:
-            listed = json.loads((work / "runs.json").read_text(encoding="utf-8"))
+            chunk = json.loads(source.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise lw_error(
                 INVALID_REQUEST,
-                f"workflow {workflow_id!r}: no run list at {work / 'runs.json'};"
-                f" {DREAM_FIND_RUNS} must run first",
+                f"workflow {workflow_id!r}: no run list at {source}; {DREAM_FIND_RUNS} must "
+                "run first",
             ) from None
-        start = request.batch * request.batch_size
-        chunk = listed[start : start + request.batch_size]
+        target_store = StoreRef(StoreKind.WORKFLOW, target)
         client = activity.client()
         lines: list[str] = []
         commands = failures = memory_ops = 0
@@ -834,6 +758,10 @@ class DreamingActivities:
             record = await extract_run(
                 client, item["workflow_id"], item["run_id"], item["status"], closed
             )
+            if item["bash_changes"]:
+                entries = [AuditEntry.model_validate(e) for e in item["bash_changes"]]
+                extra = await asyncio.to_thread(self._bash_ops, target_store, entries)
+                record = record.model_copy(update={"memory_ops": record.memory_ops + extra})
             commands += len(record.commands)
             failures += len(record.failures)
             memory_ops += len(record.memory_ops)
@@ -842,6 +770,47 @@ class DreamingActivities:
         return ExtractResult(
             runs=len(chunk), commands=commands, failures=failures, memory_ops=memory_ops
         )
+
+    def _bash_changes(self, target: str, planners: set[str]) -> dict[str, list[AuditEntry]]:
+        """The target store's audit entries made by bash commands of these runs (their
+        ``lw.memory.*`` calls are already in the histories), by planner ID."""
+        by_planner: dict[str, list[AuditEntry]] = {}
+        for entry in self.stores.audit(StoreRef(StoreKind.WORKFLOW, target)):
+            if entry.activity_type != "lw.bash" or entry.workflow_id is None:
+                continue
+            try:
+                planner = parse_workflow_id(entry.workflow_id).planner_id
+            except InvalidWorkflowId:
+                continue
+            if planner is not None and str(planner) in planners:
+                entries = by_planner.setdefault(str(planner), [])
+                if len(entries) < _MAX_ITEMS_PER_RUN:
+                    entries.append(entry)
+        return by_planner
+
+    def _bash_ops(self, store: StoreRef, entries: list[AuditEntry]) -> tuple[MemoryOpRecord, ...]:
+        """What each bash-made change wrote: the added tail of a grown file, else the
+        new content, read back from the store's kept versions."""
+        ops: list[MemoryOpRecord] = []
+        for entry in entries:
+            content: str | None = None
+            after = self.stores.blob(store, entry.sha256_after) if entry.sha256_after else None
+            if after is not None:
+                before = (
+                    self.stores.blob(store, entry.sha256_before) if entry.sha256_before else None
+                )
+                if before is not None and after.startswith(before):
+                    after = after[len(before) :]
+                content = _text(after[:_MAX_TEXT], _MAX_TEXT)
+            ops.append(
+                MemoryOpRecord(
+                    op=f"bash-{entry.op}",
+                    path=f"/mnt/memory/workflow/{entry.path}",
+                    content=content,
+                    store="workflow",
+                )
+            )
+        return tuple(ops)
 
     @activity.defn(name=DREAM_CONSOLIDATE)
     async def consolidate(self, request: ConsolidateRequest) -> ConsolidateResult:
@@ -857,25 +826,21 @@ class DreamingActivities:
             lambda: {"runs_read": counter.count},
         )
         own = StoreRef(StoreKind.WORKFLOW, DREAMING_DEFINITION_ID)
+        scope = self._dream_scope()
         refs: list[NoteRef] = []
-        for note in notes:
+        for index, note in enumerate(notes):
             target_path = _check_note_path(note.path)
             path = f"{target}/{target_path}"
             data = note.content.encode("utf-8")
-            sha = await asyncio.to_thread(
-                self.stores.write,
-                own,
-                path,
-                data,
-                if_sha256=None,
-                actor=workflow_id,
-                reason=f"dream of {target}",
+            written = await asyncio.to_thread(
+                self.stores.write, own, path, data, provenance=self._provenance(scope, index)
             )
+            assert written.content_sha256 is not None
             refs.append(
                 NoteRef(
                     path=path,
                     target_path=target_path,
-                    sha256=sha,
+                    sha256=written.content_sha256,
                     base_sha256=versions.get(target_path),
                     bytes=len(data),
                 )
@@ -884,38 +849,35 @@ class DreamingActivities:
 
     @activity.defn(name=DREAM_PROMOTE)
     async def promote(self, request: PromoteRequest) -> PromotionOutcome:
+        scope = self._dream_scope()
         target, _, workflow_id = self._scope()
         own = StoreRef(StoreKind.WORKFLOW, DREAMING_DEFINITION_ID)
         target_store = StoreRef(StoreKind.WORKFLOW, target)
         promoted: list[str] = []
         conflicts: list[str] = []
-        for note in request.notes:
+        for index, note in enumerate(request.notes):
             current = await asyncio.to_thread(self.stores.read, own, note.path)
-            if current is None or current[1] != note.sha256:
+            if not current.exists or current.content_sha256 != note.sha256:
                 conflicts.append(
                     f"{note.path}: the note in {DREAMING_DEFINITION_ID}'s store changed since "
                     f"{workflow_id} wrote it (another dream of {target}?); run a new dream"
                 )
-                continue
-            existing = await asyncio.to_thread(self.stores.read, target_store, note.target_path)
-            if existing is not None and existing[1] == note.sha256:
-                promoted.append(note.target_path)  # a retry of a copy that already landed
                 continue
             try:
                 await asyncio.to_thread(
                     self.stores.write,
                     target_store,
                     note.target_path,
-                    current[0],
+                    current.content.encode("utf-8"),
+                    provenance=self._provenance(scope, index, actor=request.decision.who),
                     if_sha256=note.base_sha256 or ABSENT,
-                    actor=request.decision.who,
-                    reason=f"approved dream {workflow_id}: {request.decision.why}",
                 )
-            except StoreConflict as err:
-                conflicts.append(
-                    f"{target}/{note.target_path}: {err}; the target changed after the dream "
-                    "read it, so nothing was overwritten; run a new dream to merge"
-                )
+            except ApplicationError as err:
+                if err.type not in NON_RETRYABLE:
+                    raise
+                # A conflict (an edit since the dream read the target), a quota or a
+                # scan refusal: reported, and nothing is overwritten.
+                conflicts.append(f"{target_store}:{note.target_path}: {err.message}")
                 continue
             promoted.append(note.target_path)
         return PromotionOutcome(promoted=tuple(promoted), conflicts=tuple(conflicts))
