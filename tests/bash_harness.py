@@ -1,0 +1,158 @@
+"""Run ``lw.bash`` as any role on a real Temporal server.
+
+The test workflows carry the real workflow type names (``lw.Worker`` ...), because
+the activity derives its scope from ``activity.info().workflow_type`` and ``workflow_id``;
+they only execute ``lw.bash`` for each command they are given. The worker registers
+them with the plugin's activities but without the plugin's own workflows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio import workflow
+from temporalio.client import Client
+from temporalio.common import RetryPolicy
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+with workflow.unsafe.imports_passed_through():
+    from lw_temporal import LittleWorkflowPlugin
+    from lw_temporal._bash import BashRequest, BashResult
+    from lw_temporal._ids import parse_workflow_id
+
+
+@dataclass
+class Commands:
+    commands: list[str]
+    timeout_seconds: float | None = None
+    activity_timeout_seconds: float = 120.0
+
+
+async def _run_all(commands: Commands) -> list[BashResult]:
+    results: list[BashResult] = []
+    for command in commands.commands:
+        result = await workflow.execute_activity(
+            "lw.bash",
+            BashRequest(command=command, timeout_seconds=commands.timeout_seconds),
+            result_type=BashResult,
+            start_to_close_timeout=timedelta(seconds=commands.activity_timeout_seconds),
+            heartbeat_timeout=timedelta(seconds=30),
+            retry_policy=RetryPolicy(maximum_attempts=1),
+        )
+        results.append(result)
+    return results
+
+
+@workflow.defn(name="lw.Orchestrator")
+class BashOrchestrator:
+    @workflow.run
+    async def run(self, commands: Commands) -> list[BashResult]:
+        return await _run_all(commands)
+
+
+@workflow.defn(name="lw.Planner")
+class BashPlanner:
+    @workflow.run
+    async def run(self, commands: Commands) -> list[BashResult]:
+        return await _run_all(commands)
+
+
+@workflow.defn(name="lw.Worker")
+class BashWorker:
+    @workflow.run
+    async def run(self, commands: Commands) -> list[BashResult]:
+        return await _run_all(commands)
+
+
+TEST_WORKFLOWS = [BashOrchestrator, BashPlanner, BashWorker]
+
+
+def test_client(env: WorkflowEnvironment) -> Client:
+    """A client with the pydantic converter and without the plugin (so the worker does
+    not register the plugin's real workflows beside these)."""
+    config = env.client.config()
+    config["data_converter"] = pydantic_data_converter
+    config["plugins"] = []
+    return Client(**config)
+
+
+class BashRunner:
+    def __init__(self, client: Client, task_queue: str) -> None:
+        self.client = client
+        self.task_queue = task_queue
+
+    async def run(
+        self,
+        workflow_id: str,
+        commands: Sequence[str],
+        *,
+        timeout_seconds: float | None = None,
+    ) -> list[BashResult]:
+        """Run ``commands`` in order as the agent ``workflow_id`` (its role follows
+        from the ID). Each call uses a fresh Temporal run of that ID."""
+        role_type = parse_workflow_id(workflow_id).workflow_type
+        result: list[BashResult] = await self.client.execute_workflow(
+            role_type,
+            Commands(list(commands), timeout_seconds),
+            id=workflow_id,
+            task_queue=self.task_queue,
+            result_type=list[BashResult],
+            execution_timeout=timedelta(minutes=10),
+        )
+        return result
+
+    async def one(
+        self, workflow_id: str, command: str, *, timeout_seconds: float | None = None
+    ) -> BashResult:
+        return (await self.run(workflow_id, [command], timeout_seconds=timeout_seconds))[0]
+
+
+@asynccontextmanager
+async def bash_worker(
+    env: WorkflowEnvironment, plugin: LittleWorkflowPlugin, task_queue: str | None = None
+) -> AsyncIterator[BashRunner]:
+    client = test_client(env)
+    queue = task_queue or f"bash-{uuid.uuid4().hex[:10]}"
+    async with Worker(
+        client,
+        task_queue=queue,
+        workflows=TEST_WORKFLOWS,
+        activities=list(plugin.activity_callables),
+    ):
+        yield BashRunner(client, queue)
+
+
+# -- snapshots -------------------------------------------------------------------------
+
+
+def snapshot(root: Path, *, skip: Sequence[Path] = ()) -> dict[str, tuple[object, ...]]:
+    """Every entry under ``root`` (type, mode, size, content hash or link target),
+    leaving out the ``skip`` folders (the writable roots)."""
+    skipped = {os.path.realpath(p) for p in skip}
+    state: dict[str, tuple[object, ...]] = {}
+    for folder, dirs, files in os.walk(root):
+        if os.path.realpath(folder) in skipped:
+            dirs[:] = []
+            continue
+        dirs[:] = [d for d in dirs if os.path.realpath(os.path.join(folder, d)) not in skipped]
+        for name in sorted(dirs + files):
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, root)
+            st = os.lstat(path)
+            if os.path.islink(path):
+                state[rel] = ("link", os.readlink(path))
+            elif os.path.isfile(path):
+                digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+                state[rel] = ("file", st.st_mode, st.st_size, digest)
+            else:
+                state[rel] = ("other", st.st_mode)
+    return state
