@@ -85,6 +85,7 @@ def _plan(request: ModelRequest) -> Sequence[ToolCall]:
 
 
 def _review_step(request: ModelRequest) -> Sequence[ToolCall]:
+    """Findings built from every mount a worker reads: plan, template, brief."""
     brief = (
         "head -n 1 /mnt/scratch/from-orchestrator/brief.md"
         if in_pipeline(request)
@@ -95,12 +96,12 @@ def _review_step(request: ModelRequest) -> Sequence[ToolCall]:
             "bash",
             command=(
                 "set -e\n"
-                "grep -c step /mnt/scratch/from-planner/plan.md\n"
-                "head -n 1 /mnt/memory/workflow/job-templates/senior-engineer.md\n"
-                f"{brief}\n"
-                f"printf '# %s\\nchecked against the plan and the senior-engineer template\\n' "
-                f"'{request.task}' > /mnt/scratch/own/findings.md\n"
-                "cat /mnt/scratch/own/findings.md"
+                "out=/mnt/scratch/own/findings.md\n"
+                f"printf '# %s\\n' '{request.task}' > $out\n"
+                "grep '^Steps:' /mnt/scratch/from-planner/plan.md >> $out\n"
+                "head -n 1 /mnt/memory/workflow/job-templates/senior-engineer.md >> $out\n"
+                f"{brief} >> $out\n"
+                "cat $out"
             ),
         )
     ]

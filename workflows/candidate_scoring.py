@@ -59,15 +59,19 @@ def _plan(request: ModelRequest) -> Sequence[ToolCall]:
 
 
 def _score_step(request: ModelRequest) -> Sequence[ToolCall]:
+    """A score that cites the plan, the rubric and the peer's lessons it read."""
     return [
         tool(
             "bash",
             command=(
                 "set -e\n"
-                "cat /mnt/scratch/from-planner/plan.md > /dev/null\n"
-                f"grep -c 'Resume gaps' {PEER}/lessons-learned.md\n"
-                f"grep '{request.task}' /mnt/memory/workflow/rubric.md\n"
-                f"echo '{request.task}: 4/5' > /mnt/scratch/own/score.md"
+                "out=/mnt/scratch/own/score.md\n"
+                f"echo '{request.task}: 4/5' > $out\n"
+                "head -n 1 /mnt/scratch/from-planner/plan.md >> $out\n"
+                f"grep '^- {request.task}' /mnt/memory/workflow/rubric.md >> $out\n"
+                f"echo \"peer lessons read: $(grep -c 'Resume gaps' {PEER}/lessons-learned.md)\" "
+                ">> $out\n"
+                "cat $out"
             ),
         )
     ]
