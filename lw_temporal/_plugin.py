@@ -20,8 +20,10 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from ._bash import BashActivities
 from ._config import LwConfig
 from ._definitions import MemoryQuota, WorkflowDefinition
+from ._dreaming import Consolidator, DreamingActivities, DreamingWorkflow
 from ._memory import MemoryActivities, MemoryStores
 from ._model import ORCHESTRATOR_MAX_TURNS, Model, ModelActivities
+from ._retention import RetentionActivities, ScratchRetentionWorkflow
 from ._sandbox import Limits
 from ._scan import Scanner
 from ._workflows import WORKFLOWS
@@ -70,6 +72,8 @@ class LittleWorkflowPlugin(SimplePlugin):
         bash_output_cap: bytes of each output stream returned in an ``lw.bash`` result;
             longer output is saved under the agent's own scratch and referenced.
         bash_limits: rlimits, /tmp size and process limit of each command.
+        dreaming_consolidator: turns the runs a dream reads into notes; defaults to
+            ``DefaultConsolidator`` (deterministic lessons, failures, commands).
     """
 
     def __init__(
@@ -86,6 +90,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         sandbox: str = "auto",
         bash_output_cap: int = 64 * 1024,
         bash_limits: Limits | None = None,
+        dreaming_consolidator: Consolidator | None = None,
     ) -> None:
         self.config = LwConfig.create(data_dir, definitions)
         activities: list[Callable[..., object]] = []
@@ -108,6 +113,13 @@ class LittleWorkflowPlugin(SimplePlugin):
                 orchestrator_max_turns=orchestrator_max_turns,
             )
             activities.append(self.model_activities.run_turn)
+        self.dreaming_activities = DreamingActivities(
+            self.config, dreaming_consolidator, stores=self.memory
+        )
+        activities += self.dreaming_activities.callables()
+        self.retention_activities = RetentionActivities(self.config)
+        activities += self.retention_activities.callables()
+        workflows += [DreamingWorkflow, ScratchRetentionWorkflow]
         self.activity_callables: Sequence[Callable[..., object]] = tuple(activities)
         super().__init__(
             PLUGIN_NAME,
