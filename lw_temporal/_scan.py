@@ -127,6 +127,13 @@ SECRET_RULES: tuple[Rule, ...] = (
 
 PII_RULES: tuple[Rule, ...] = (
     Rule(
+        "card-number",
+        "pii",
+        False,
+        re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)"),
+        check=_luhn,
+    ),
+    Rule(
         "email",
         "pii",
         False,
@@ -137,15 +144,9 @@ PII_RULES: tuple[Rule, ...] = (
         "pii",
         False,
         re.compile(
-            r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,4}\)[ .-]?|\d{2,4}[ .-])\d{3,4}[ .-]\d{3,4}\b"
+            r"(?<![\w+])(?<!\d[ .-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,4}\)[ .-]?|\d{2,4}[ .-])"
+            r"\d{3,4}[ .-]\d{3,4}(?!\d|[ .-]\d)"
         ),
-    ),
-    Rule(
-        "card-number",
-        "pii",
-        False,
-        re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)"),
-        check=_luhn,
     ),
 )
 
@@ -166,17 +167,16 @@ class DefaultScanner:
     def scan(self, path: str, content: bytes) -> Sequence[Finding]:
         text = content.decode("utf-8", errors="replace")
         findings: list[Finding] = []
-        secret_spans: list[tuple[int, int]] = []
+        spans: list[tuple[int, int]] = []
         for rule in self.rules:
             for match in rule.pattern.finditer(text):
                 value = match.group(0)
                 if rule.check is not None and not rule.check(value):
                     continue
                 start, end = match.span()
-                if rule.kind == "pii" and any(s <= start and end <= e for s, e in secret_spans):
-                    continue  # part of a secret already reported
-                if rule.kind == "secret":
-                    secret_spans.append((start, end))
+                if rule.kind == "pii" and any(s < end and start < e for s, e in spans):
+                    continue  # part of something already reported
+                spans.append((start, end))
                 findings.append(
                     Finding(
                         rule=rule.name,

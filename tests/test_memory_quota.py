@@ -1,0 +1,79 @@
+"""A write that would break the store's quota (total bytes, files, bytes per file) is
+refused whole with a typed error saying which limit, and the store stays as it was."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import WorkflowEnvironment
+
+from lw_temporal import (
+    LittleWorkflowPlugin,
+    MemoryQuota,
+    Provenance,
+    StoreKind,
+    StoreRef,
+    WorkflowDefinition,
+)
+
+from .memory_harness import call, memory_harness
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+async def test_quota_refusals_leave_the_store_unchanged(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    quota = MemoryQuota(max_bytes=100, max_files=3, max_file_bytes=60)
+    plugin = LittleWorkflowPlugin(data_dir, [WorkflowDefinition(id="small", quota=quota)])
+    root = data_dir / "memory/workflows/small"
+    async with memory_harness(dev_env, plugin, task_queue) as run:
+        setup = await run(
+            f"run_small@{task_queue}",
+            call("lw.memory.write", path="/mnt/memory/workflow/a.md", content="a" * 50),
+            call("lw.memory.write", path="/mnt/memory/workflow/b.md", content="b" * 40),
+        )
+        assert all(o.ok for o in setup)
+        before = _snapshot(root)
+        out = await run(
+            f"run_small@{task_queue}-2",
+            call("lw.memory.write", path="/mnt/memory/workflow/big.md", content="c" * 61),
+            call("lw.memory.append", path="/mnt/memory/workflow/b.md", content="d" * 11),
+            call("lw.memory.write", path="/mnt/memory/workflow/c.md", content="e" * 11),
+        )
+        after_refusals = _snapshot(root)
+        audited = [e.path for e in plugin.memory.audit(StoreRef(StoreKind.WORKFLOW, "small"))]
+        ok = await run(
+            f"run_small@{task_queue}-3",
+            call("lw.memory.write", path="/mnt/memory/workflow/c.md", content="e" * 10),
+            call("lw.memory.write", path="/mnt/memory/workflow/d.md", content=""),
+            call("lw.memory.write", path="/mnt/memory/workflow/a.md", content="shrunk"),
+        )
+    assert [o.error_type for o in out] == ["LwQuotaExceeded"] * 3
+    assert "max_file_bytes" in (out[0].message or "")
+    assert "max_bytes" in (out[1].message or "")
+    assert after_refusals == before
+    store = StoreRef(StoreKind.WORKFLOW, "small")
+    assert audited == ["a.md", "b.md"]
+    assert ok[0].ok, ok[0].message  # exactly at the byte quota
+    assert ok[1].error_type == "LwQuotaExceeded" and "max_files" in (ok[1].message or "")
+    assert ok[2].ok  # shrinking is always allowed
+    assert plugin.memory.recount(store) == {"bytes": 6 + 40 + 10, "files": 3}
+
+
+def test_org_and_pipeline_stores_use_the_plugin_quota(data_dir: Path) -> None:
+    plugin = LittleWorkflowPlugin(
+        data_dir, [WorkflowDefinition(id="x")], store_quota=MemoryQuota(max_file_bytes=8)
+    )
+    org = StoreRef(StoreKind.ORG, "org")
+    with pytest.raises(ApplicationError) as err:
+        plugin.memory.write(org, "p.md", b"123456789", provenance=Provenance.admin("t"))
+    assert err.value.type == "LwQuotaExceeded" and err.value.non_retryable
+    assert not (data_dir / "memory/org").exists()
+    plugin.memory.write(org, "p.md", b"12345678", provenance=Provenance.admin("t"))
+    big = StoreRef(StoreKind.WORKFLOW, "x")
+    plugin.memory.write(big, "p.md", b"123456789", provenance=Provenance.admin("t"))
