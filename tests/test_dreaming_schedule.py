@@ -1,0 +1,189 @@
+"""After real sample-pipeline runs, a Schedule-started dream writes notes to its own
+store only; ``lw-temporal dream approve`` promotes them with the approver in the audit
+log; the next scheduled dream starts from the last one's cursor, and
+``lw-temporal dream reject`` leaves the target untouched."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.client import Client, ScheduleActionStartWorkflow, ScheduleOverlapPolicy
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from lw_temporal import LittleWorkflowPlugin, StoreKind, StoreRef
+from lw_temporal._demo import run_pipeline
+from lw_temporal._dreaming import (
+    DefaultConsolidator,
+    DreamOptions,
+    DreamResult,
+    DreamStatus,
+    schedule_dreaming,
+)
+from lw_temporal._ids import DataLayout
+from workflows.pipeline import DEFINITIONS, sample_model
+
+from .conftest import plugin_client
+from .test_dreaming_extraction import wait_for_status
+
+TARGET = "candidate-review"
+NOTE = DefaultConsolidator.NOTE_PATH
+
+
+async def cli(env: WorkflowEnvironment, *args: str) -> tuple[int, str, str]:
+    """Run ``lw-temporal`` in a subprocess against ``env``'s server."""
+    address = env.client.service_client.config.target_host
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "lw_temporal._cli",
+        *args,
+        "--address",
+        address,
+        "--namespace",
+        env.client.namespace,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 300)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def next_dream(client: Client, schedule_id: str, seen: set[str]) -> str:
+    """The ID of the newest workflow the Schedule started that is not in ``seen``."""
+
+    async def poll() -> str:
+        while True:
+            description = await client.get_schedule_handle(schedule_id).describe()
+            for action in description.info.recent_actions:
+                workflow_id = action.action.workflow_id
+                if workflow_id not in seen:
+                    seen.add(workflow_id)
+                    return workflow_id
+            await asyncio.sleep(0.2)
+
+    return await asyncio.wait_for(poll(), 120)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    if not root.exists():
+        return {}
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+async def test_scheduled_dream_then_cli_approve_and_reject(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    layout = DataLayout.at(data_dir)
+    plugin = LittleWorkflowPlugin(data_dir, DEFINITIONS, model=sample_model())
+    client = plugin_client(dev_env, plugin)
+    target_root = layout.workflow_memory(TARGET)
+    own_root = layout.workflow_memory("memory.dreaming")
+    schedule_id = f"lw-dream-test-{uuid.uuid4().hex[:8]}"
+    quiet = lambda line: None  # noqa: E731
+    seen: set[str] = set()
+    async with Worker(client, task_queue=task_queue):
+        for _ in range(2):
+            await run_pipeline(client, layout, quiet, task_queue=task_queue)
+        before = snapshot(target_root)
+        schedule = await schedule_dreaming(
+            client,
+            TARGET,
+            every=timedelta(hours=12),
+            task_queue=task_queue,
+            options=DreamOptions(approval_timeout=timedelta(minutes=10)),
+            schedule_id=schedule_id,
+            trigger_immediately=True,
+        )
+        try:
+            description = await schedule.describe()
+            assert description.schedule.policy.overlap is ScheduleOverlapPolicy.SKIP
+            assert isinstance(description.schedule.action, ScheduleActionStartWorkflow)
+            assert description.schedule.action.workflow == "lw.Dreaming"
+
+            first_id = await next_dream(client, schedule_id, seen)
+            assert first_id.startswith(f"dream_{TARGET}@scheduled-")
+            first = client.get_workflow_handle(first_id, result_type=DreamResult)
+            state = await wait_for_status(first, DreamStatus.AWAITING_APPROVAL)
+            assert state.runs >= 2
+            assert snapshot(target_root) == before, "the dream did not write the target"
+            note = (own_root / TARGET / NOTE).read_text()
+            assert "## Lessons" in note and "## Commands that worked" in note
+            assert "Consolidated from" in note
+
+            code, out, err = await cli(dev_env, "dream", "list")
+            assert code == 0, err
+            assert first_id in out and "awaiting-approval" in out
+
+            code, out, err = await cli(
+                dev_env, "dream", "approve", first_id, "--by", "carol", "--why", "useful"
+            )
+            assert code == 0, out + err
+            assert f"promoted {NOTE} (approved by carol)" in out
+            result = await first.result()
+            assert result.status is DreamStatus.APPROVED
+            assert (target_root / NOTE).read_text() == note
+            entries = plugin.memory.audit(StoreRef(StoreKind.WORKFLOW, TARGET), path=NOTE)
+            assert [e.actor for e in entries] == ["carol"]
+            assert entries[0].workflow_id == first_id
+
+            # One more run; the next dream reads only it (the cursor came along as the
+            # schedule's last completion result) and is rejected.
+            await run_pipeline(client, layout, quiet, task_queue=task_queue)
+            after_approval = snapshot(target_root)
+            await schedule.trigger()
+            second_id = await next_dream(client, schedule_id, seen)
+            second = client.get_workflow_handle(second_id, result_type=DreamResult)
+            state = await wait_for_status(second, DreamStatus.AWAITING_APPROVAL)
+            assert state.runs == 1
+            code, out, err = await cli(
+                dev_env, "dream", "reject", second_id, "--by", "dave", "--why", "noise"
+            )
+            assert code == 0, out + err
+            assert (await second.result()).status is DreamStatus.REJECTED
+            assert snapshot(target_root) == after_approval
+            assert [
+                e.actor
+                for e in plugin.memory.audit(StoreRef(StoreKind.WORKFLOW, TARGET), path=NOTE)
+            ] == ["carol"]
+        finally:
+            await schedule.delete()
+
+
+async def test_cli_dream_schedule_creates_a_skip_overlap_schedule(
+    dev_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    schedule_id = f"lw-dream-cli-{uuid.uuid4().hex[:8]}"
+    code, out, err = await cli(
+        dev_env,
+        "dream",
+        "schedule",
+        TARGET,
+        "--every",
+        "6h",
+        "--task-queue",
+        task_queue,
+        "--schedule-id",
+        schedule_id,
+    )
+    assert code == 0, out + err
+    handle = dev_env.client.get_schedule_handle(schedule_id)
+    try:
+        description = await handle.describe()
+        assert description.schedule.policy.overlap is ScheduleOverlapPolicy.SKIP
+        assert [i.every for i in description.schedule.spec.intervals] == [timedelta(hours=6)]
+        action = description.schedule.action
+        assert isinstance(action, ScheduleActionStartWorkflow)
+        assert action.workflow == "lw.Dreaming"
+        assert action.id == f"dream_{TARGET}@scheduled"
+        assert action.task_queue == task_queue
+    finally:
+        await handle.delete()
+
+    code, out, err = await cli(dev_env, "dream", "schedule", "Not_An_Id", "--every", "1h")
+    assert code != 0 and "definition id 'Not_An_Id' is not valid" in err
