@@ -22,6 +22,7 @@ from ._config import LwConfig
 from ._definitions import MemoryQuota, WorkflowDefinition
 from ._dreaming import Consolidator, DreamingActivities, DreamingWorkflow
 from ._memory import MemoryActivities, MemoryStores
+from ._memory._capture import bash_committer
 from ._model import ORCHESTRATOR_MAX_TURNS, Model, ModelActivities
 from ._retention import RetentionActivities, ScratchRetentionWorkflow
 from ._sandbox import Limits
@@ -99,7 +100,11 @@ class LittleWorkflowPlugin(SimplePlugin):
         self.memory_activities = MemoryActivities(self.config, self.memory)
         activities += self.memory_activities.callables
         self.bash_activities = BashActivities(
-            self.config, sandbox=sandbox, output_cap=bash_output_cap, limits=bash_limits
+            self.config,
+            sandbox=sandbox,
+            output_cap=bash_output_cap,
+            limits=bash_limits,
+            commit_staged=bash_committer(self.memory),
         )
         activities += self.bash_activities.callables
         workflows: list[type] = list(WORKFLOWS)
