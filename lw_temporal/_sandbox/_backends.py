@@ -43,6 +43,8 @@ class Launch:
     argv: list[str]
     env: dict[str, str]
     cwd: str | None = None
+    #: Bytes the runner writes to ``args_fd`` before starting (bwrap's ``--args``).
+    payload: bytes | None = None
 
 
 def _rlimit_argv(limits: Limits) -> list[str]:
@@ -66,7 +68,9 @@ class Backend(ABC):
         """Raise :class:`SandboxUnavailable` when this backend cannot run here."""
 
     @abstractmethod
-    def launch(self, spec: SandboxSpec, cgroup_procs: Path | None) -> Launch: ...
+    def launch(self, spec: SandboxSpec, cgroup_procs: Path | None, args_fd: int) -> Launch:
+        """The command line; ``args_fd`` is an inherited pipe the runner fills with
+        ``Launch.payload``."""
 
 
 def _join_cgroup(procs: Path | None) -> str:
@@ -82,8 +86,13 @@ class BwrapBackend(Backend):
     def check(self) -> None:
         _probe_bwrap(self.bwrap)
 
-    def bwrap_argv(self, spec: SandboxSpec, *, merged: dict[str, str] | None = None) -> list[str]:
-        """The bwrap command line; ``merged`` maps overlay targets to mounted folders."""
+    def bwrap_argv(
+        self, spec: SandboxSpec, *, merged: dict[str, str] | None = None, args_fd: int | None = None
+    ) -> tuple[list[str], bytes | None]:
+        """The bwrap command line; ``merged`` maps overlay targets to mounted folders.
+
+        With ``args_fd`` the options travel through that pipe (bwrap ``--args``), so
+        the sandbox's pid 1 shows no host paths in its ``/proc/1/cmdline``."""
         merged = merged or {}
         env = {"PATH": DEFAULT_PATH, "HOME": str(spec.cwd), "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
         env.update(spec.env)
@@ -125,17 +134,21 @@ class BwrapBackend(Backend):
                 argv += ["--bind", str(mount.source), target]
             else:
                 argv += ["--bind", merged[target], target]
-        argv += ["--remount-ro", "/", "--chdir", str(spec.cwd), "--"]
-        return argv + _rlimit_argv(spec.limits) + list(spec.argv)
+        argv += ["--remount-ro", "/", "--chdir", str(spec.cwd)]
+        command = ["--", *_rlimit_argv(spec.limits), *spec.argv]
+        if args_fd is None:
+            return argv + command, None
+        payload = b"".join(a.encode("utf-8", "surrogateescape") + b"\0" for a in argv[1:])
+        return [self.bwrap, "--args", str(args_fd), *command], payload
 
-    def launch(self, spec: SandboxSpec, cgroup_procs: Path | None) -> Launch:
+    def launch(self, spec: SandboxSpec, cgroup_procs: Path | None, args_fd: int) -> Launch:
         overlays = [m for m in spec.mounts if m.mode is MountMode.OVERLAY]
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
         if not overlays:
-            argv = self.bwrap_argv(spec)
+            argv, payload = self.bwrap_argv(spec, args_fd=args_fd)
             if cgroup_procs is not None:
                 argv = ["/bin/sh", "-c", _join_cgroup(cgroup_procs) + 'exec "$@"', "sh", *argv]
-            return Launch(argv, env)
+            return Launch(argv, env, payload=payload)
         steps: list[str] = []
         merged: dict[str, str] = {}
         for mount in overlays:
@@ -159,6 +172,7 @@ class BwrapBackend(Backend):
             + f" exit {LAUNCH_FAILED_STATUS}; }}; "
             + 'exec "$@"'
         )
+        bwrap, payload = self.bwrap_argv(spec, merged=merged, args_fd=args_fd)
         argv = [
             "unshare",
             "--user",
@@ -171,11 +185,11 @@ class BwrapBackend(Backend):
             "-c",
             inner,
             "sh",
-            *self.bwrap_argv(spec, merged=merged),
+            *bwrap,
         ]
         if cgroup_procs is not None:
             argv = ["/bin/sh", "-c", _join_cgroup(cgroup_procs) + 'exec "$@"', "sh", *argv]
-        return Launch(argv, env)
+        return Launch(argv, env, payload=payload)
 
 
 @functools.cache
@@ -228,7 +242,7 @@ class UnsandboxedBackend(Backend):
     def check(self) -> None:
         return None
 
-    def launch(self, spec: SandboxSpec, cgroup_procs: Path | None) -> Launch:
+    def launch(self, spec: SandboxSpec, cgroup_procs: Path | None, args_fd: int) -> Launch:
         real_cwd = spec.real_of(spec.cwd)
         env = {"PATH": DEFAULT_PATH, "HOME": str(real_cwd), "LANG": "C.UTF-8"}
         env.update(spec.env)

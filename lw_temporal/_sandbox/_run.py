@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import signal
 import time
@@ -183,18 +184,35 @@ async def run_sandboxed(
     the whole tree before it propagates.
     """
     cgroup = _PidsCgroup.create(spec.limits.pids) if use_pids_cgroup else None
-    launch = backend.launch(spec, cgroup.procs if cgroup else None)
     started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
-        *launch.argv,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=launch.env,
-        cwd=launch.cwd,
-        start_new_session=True,
-        close_fds=True,
-    )
+    args_read, args_write = os.pipe()
+    try:
+        launch = backend.launch(spec, cgroup.procs if cgroup else None, args_read)
+        if launch.payload:
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(args_write, fcntl.F_SETPIPE_SZ, max(len(launch.payload), 4096))
+            os.write(args_write, launch.payload)
+        os.close(args_write)
+        args_write = -1
+        proc = await asyncio.create_subprocess_exec(
+            *launch.argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=launch.env,
+            cwd=launch.cwd,
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=(args_read,),
+        )
+    except BaseException:
+        if cgroup is not None:
+            await cgroup.remove()
+        raise
+    finally:
+        os.close(args_read)
+        if args_write >= 0:
+            os.close(args_write)
     assert proc.stdout is not None and proc.stderr is not None
     pumps = asyncio.gather(_pump(proc.stdout, stdout), _pump(proc.stderr, stderr))
     timed_out = False
