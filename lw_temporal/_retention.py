@@ -304,6 +304,7 @@ async def schedule_retention(
     retain: timedelta,
     task_queue: str,
     schedule_id: str = RETENTION_SCHEDULE_ID,
+    trigger_immediately: bool = False,
 ) -> ScheduleHandle:
     """Create the Schedule that removes scratch older than ``retain`` every ``every``.
 
@@ -323,6 +324,7 @@ async def schedule_retention(
             spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
             policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
         ),
+        trigger_immediately=trigger_immediately,
     )
 
 
