@@ -58,6 +58,10 @@ TRANSCRIPT_WINDOW = 24
 TOOL_TEXT_CAP = 1024
 #: UTF-8 bytes of model text and of each tool-call argument kept in the transcript.
 MODEL_TEXT_CAP = 2048
+#: UTF-8 bytes of each text kept for entries older than the last turn. Every turn
+#: re-sends the window to the model, so this (not TOOL_TEXT_CAP) is what a long
+#: output costs the history on each later turn; the full text stays behind ``ref``.
+OLDER_TEXT_CAP = 160
 #: Default command timeout when the model gives none (lw.bash enforces its own too).
 BASH_DEFAULT_TIMEOUT = 600.0
 
@@ -157,6 +161,26 @@ def _clip_call(call: ToolCall) -> ToolCall:
         for key, value in call.arguments.items()
     }
     return ToolCall(name=call.name, arguments=args, id=call.id)
+
+
+def _compact(entry: TranscriptEntry) -> TranscriptEntry:
+    """An older entry as the model sees it: a short head and tail of each text."""
+    return entry.model_copy(
+        update={
+            "text": clip(entry.text, OLDER_TEXT_CAP),
+            "tool_calls": [
+                ToolCall(
+                    name=c.name,
+                    id=c.id,
+                    arguments={
+                        k: clip(v, OLDER_TEXT_CAP) if isinstance(v, str) else v
+                        for k, v in c.arguments.items()
+                    },
+                )
+                for c in entry.tool_calls
+            ],
+        }
+    )
 
 
 def _render_bash(result: dict[str, Any]) -> tuple[str, str | None]:
@@ -335,10 +359,11 @@ class _Agent:
         self._running = ["model"]
         state = self._state
         window = state.transcript[-TRANSCRIPT_WINDOW:]
+        latest = state.turn - 1
         turn = ModelTurn(
             turn=state.turn,
             task=task,
-            transcript=window,
+            transcript=[e if e.turn >= latest else _compact(e) for e in window],
             omitted=state.omitted + len(state.transcript) - len(window),
         )
         reply: ModelReply = await workflow.execute_activity(
