@@ -15,7 +15,8 @@ System paths the sandbox shows are part of the allowed roots, read-only:
 ``/usr`` (and the ``/bin``, ``/sbin``, ``/lib``, ``/lib64`` links into it), the two
 ``/etc`` entries programs need to start (``ld.so.cache``, ``alternatives``; no
 ``passwd``, no host configuration), ``/proc`` (the sandbox's own pid namespace) and
-``/dev``. Writable but private to the command: ``/tmp`` (a fresh tmpfs), ``/dev/null``,
+the harmless ``/dev`` nodes (``zero``, ``urandom``, ``tty``...; no disks).
+Writable but private to the command: ``/tmp`` (a fresh tmpfs), ``/dev/null``,
 ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/*``. The folders above the mounts (``/``,
 ``/mnt``, ``/mnt/memory``...) are readable so that ``ls /mnt`` and ``find /mnt`` work.
 """
@@ -48,8 +49,17 @@ SYSTEM_READ_ONLY: tuple[str, ...] = (
     "/etc/ld.so.cache",
     "/etc/alternatives",
     "/proc",
-    "/dev",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/stdin",
+    "/dev/pts",
+    "/dev/ptmx",
 )
+#: Folders that may be listed but hold nothing of their own to allow beyond the above.
+_LISTABLE = ("/", "/dev", "/etc")
 #: Writable places private to one command (discarded when it ends).
 PRIVATE_WRITABLE: tuple[str, ...] = (
     "/tmp",
@@ -436,8 +446,8 @@ def classify(scope: Scope, canonical: str) -> Verdict:
         return Verdict.WRITABLE
     if any(_inside(canonical, root) for root in SYSTEM_READ_ONLY):
         return Verdict.READ_ONLY
-    if any(
-        canonical == "/" or _inside(str(m.virtual), canonical) for m in scope.mounts
+    if canonical in _LISTABLE or any(
+        _inside(str(m.virtual), canonical) for m in scope.mounts
     ):  # a folder above the mounts (/, /mnt, /mnt/memory ...)
         return Verdict.READ_ONLY
     return Verdict.OUTSIDE
