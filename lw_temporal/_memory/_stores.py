@@ -872,7 +872,7 @@ class MemoryStores:
         fd = os.open(state / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             deadline = time.monotonic() + self.lock_timeout
-            delay = 0.0005
+            delay = 0.0001
             while True:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -887,7 +887,7 @@ class MemoryStores:
                             "another writer holds it (this is retried)",
                         ) from None
                     time.sleep(delay)
-                    delay = min(delay * 2, 0.02)
+                    delay = min(delay * 2, 0.002)
             self._recover(store)
             yield
         finally:
