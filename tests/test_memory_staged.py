@@ -107,3 +107,15 @@ def test_quota_counts_the_whole_command(data_dir: Path, tmp_path: Path) -> None:
     assert any("max_bytes" in (c.reason or "") for c in result.changes)
     assert not (data_dir / "memory/workflows/notes").exists()
     assert stores.commit_staged(STORE, changes[:2], BASH).applied
+
+
+def test_prune_ledger_forgets_old_records_only(data_dir: Path, tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    stores = MemoryStores(DataLayout.at(data_dir))
+    change = [StagedChange("a.md", "write", _source(tmp_path, "a.md", b"a"))]
+    stores.commit_staged(STORE, change, BASH)
+    assert stores.prune_ledger(STORE, timedelta(days=1)) == 0
+    assert stores.recorded(STORE, BASH) is not None
+    assert stores.prune_ledger(STORE, timedelta(seconds=-1)) == 1
+    assert stores.recorded(STORE, BASH) is None

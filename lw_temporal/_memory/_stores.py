@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -854,6 +854,18 @@ class MemoryStores:
                 record = self._ledger_get(state, key)
         return record
 
+    def prune_ledger(self, store: StoreRef, older_than: timedelta) -> int:
+        """Forget exactly-once records older than ``older_than`` (longer than any
+        activity's retries can last); returns how many were removed."""
+        cutoff = time.time() - older_than.total_seconds()
+        removed = 0
+        with self._locked(store, None):
+            for record in (self.state_dir(store) / "ledger").glob("*.json"):
+                if record.stat().st_mtime < cutoff:
+                    record.unlink()
+                    removed += 1
+        return removed
+
     def recount(self, store: StoreRef) -> dict[str, int]:
         """Recompute the usage counters from the files (after edits made outside)."""
         with self._locked(store, None):
@@ -974,10 +986,11 @@ class MemoryStores:
             op = _Op(raw["kind"], raw["path"], raw["sha_after"])
             try:
                 self._apply(state, root_fd, op, blobs, recovering)
-            except ApplicationError:
+            except (ApplicationError, OSError):
                 if not recovering:
                     raise
-                # A recovered op whose path became unsafe is skipped, not retried forever.
+                # A recovered op whose path became unsafe (a link, a folder in the way)
+                # is skipped rather than blocking the store forever.
         audit = journal["audit"]
         if audit and not (recovering and self._audit_has(state, journal["op_id"])):
             lines = b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in audit)
