@@ -150,9 +150,16 @@ class _Txn:
             return None if fd is None else _fs.kind_at(fd, parts[-1])
 
     # -- staging ----------------------------------------------------------------
-    def _entry(self, op: str, rel: str, size: int, before: str | None, after: str | None,
-               detail: dict[str, str] | None = None) -> None:  # fmt: skip
-        p = self.provenance
+    def record(
+        self,
+        op: str,
+        rel: str,
+        size: int,
+        before: str | None,
+        after: str | None,
+        detail: dict[str, str] | None = None,
+    ) -> None:
+        """One audit line; the provenance fields are the audit entry's own."""
         self.audit.append(
             AuditEntry(
                 time=_now(),
@@ -163,16 +170,8 @@ class _Txn:
                 bytes=size,
                 sha256_before=before,
                 sha256_after=after,
-                namespace=p.namespace,
-                workflow_id=p.workflow_id,
-                workflow_type=p.workflow_type,
-                run_id=p.run_id,
-                activity_id=p.activity_id,
-                activity_type=p.activity_type,
-                attempt=p.attempt,
-                role=p.role,
-                actor=p.actor,
                 detail=detail,
+                **self.provenance.model_dump(),
             )
         )
 
@@ -197,7 +196,7 @@ class _Txn:
         self.gone.discard(rel)
         self.bytes_delta += len(content) - (0 if before is None else len(before))
         self.files_delta += 1 if before is None else 0
-        self._entry(op, rel, len(content), before_sha, after_sha)
+        self.record(op, rel, len(content), before_sha, after_sha)
         return before_sha, after_sha
 
     def stage_delete_file(self, parts: tuple[str, ...], shown: str, kind: str) -> str | None:
@@ -211,7 +210,7 @@ class _Txn:
         self.ops.append(_Op("delete", rel))
         self.view[rel] = None
         self.gone.add(rel)
-        self._entry("delete", rel, 0, before_sha, None)
+        self.record("delete", rel, 0, before_sha, None)
         return before_sha
 
     def stage_delete_tree(self, parts: tuple[str, ...], shown: str) -> list[str]:
@@ -236,7 +235,7 @@ class _Txn:
         rel = "/".join(parts)
         self.ops.append(_Op("mkdir", rel))
         self.gone.discard(rel)
-        self._entry("mkdir", rel, 0, None, None)
+        self.record("mkdir", rel, 0, None, None)
 
     # -- checks -------------------------------------------------------------------
     def quota_problem(self, path: str, size: int | None = None) -> str | None:
@@ -776,7 +775,7 @@ class MemoryStores:
             for old, new_sha in mapping.items():
                 txn.ops.append(_Op("redirect", old, new_sha))
             if mapping and not changed:
-                txn._entry("redact", rel, 0, current_sha, current_sha)
+                txn.record("redact", rel, 0, current_sha, current_sha)
             if txn.audit:
                 last = txn.audit[-1]
                 txn.audit[-1] = last.model_copy(update={"detail": dict(mapping)})
