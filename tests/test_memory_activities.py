@@ -98,3 +98,24 @@ async def test_replace_needs_exactly_one_occurrence(
     assert out[3].error_type == "LwMemoryNotFound"
     assert out[4].error_type == "LwMemoryNotFound"
     assert (data_dir / "memory" / "workflows" / "notes" / "a.md").read_text() == "x x"
+
+
+async def test_reads_are_bounded_and_paged(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    plugin = LittleWorkflowPlugin(data_dir, [WorkflowDefinition(id="notes")])
+    path = "/mnt/memory/workflow/long.md"
+    body = "0123456789" * 10
+    async with memory_harness(dev_env, plugin, task_queue) as run:
+        out = await run(
+            f"run_notes@{task_queue}",
+            call("lw.memory.write", path=path, content=body),
+            call("lw.memory.read", path=path, max_bytes=30),
+            call("lw.memory.read", path=path, offset=90, max_bytes=30),
+            call("lw.memory.read", path=path, max_bytes=64 * 1024 * 1024),
+        )
+    first, tail = out[1].result, out[2].result
+    assert first["content"] == body[:30] and first["truncated"] and first["size"] == 100
+    assert tail["content"] == body[90:] and not tail["truncated"]
+    assert first["content_sha256"] == tail["content_sha256"] == sha256_hex(body.encode())
+    assert not out[3].ok  # above the per-read cap: refused before reaching the store

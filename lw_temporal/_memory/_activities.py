@@ -194,9 +194,7 @@ class MemoryActivities:
                 break
             entries.append(ListEntry(path=str(mount.virtual), kind="dir"))
             if request.recursive:
-                sub = self._list_mount(
-                    mount, mount.virtual, request.model_copy(update={"limit": request.limit})
-                )
+                sub = self._list_mount(mount, mount.virtual, request)
                 room = request.limit - len(entries)
                 entries += sub.entries[:room]
                 truncated = truncated or sub.truncated or len(sub.entries) > room

@@ -21,6 +21,8 @@ ABSENT = "absent"
 
 #: Default cap on the bytes one read returns, so a history never holds a huge payload.
 DEFAULT_READ_BYTES = 256 * 1024
+#: The most one read may return: below Temporal's default payload size limit.
+MAX_READ_BYTES = 1024 * 1024
 
 
 class _Model(BaseModel):
@@ -224,7 +226,7 @@ def _alias(*names: str) -> AliasChoices:
 class MemoryReadRequest(_Request):
     path: str
     offset: int = Field(default=0, ge=0)
-    max_bytes: int = Field(default=DEFAULT_READ_BYTES, gt=0, le=2 * 1024 * 1024)
+    max_bytes: int = Field(default=DEFAULT_READ_BYTES, gt=0, le=MAX_READ_BYTES)
 
 
 class MemoryWriteRequest(_Request):
