@@ -262,13 +262,15 @@ class ModelReply(BaseModel):
 
     Besides the model's answer it carries the worker-side settings workflow code needs
     but cannot see (the turn budget, whether the LwRole/LwDefinition search attributes
-    exist): in a reply they are recorded in history and replay deterministically.
+    exist, whether later turns may call the model as a local activity): in a reply they
+    are recorded in history and replay deterministically.
     """
 
     text: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     max_turns: int
     index_search_attributes: bool = False
+    local_activity: bool = False
 
 
 @runtime_checkable
@@ -324,12 +326,14 @@ class ModelActivities:
         model: Model,
         *,
         index_search_attributes: bool = False,
+        local_activity: bool = False,
         orchestrator_instructions: str = "",
         orchestrator_max_turns: int = ORCHESTRATOR_MAX_TURNS,
     ) -> None:
         self.config = config
         self.model = model
         self.index_search_attributes = index_search_attributes
+        self.local_activity = local_activity
         self.orchestrator_instructions = orchestrator_instructions
         self.orchestrator_max_turns = orchestrator_max_turns
 
@@ -387,6 +391,7 @@ class ModelActivities:
             tool_calls=response.tool_calls,
             max_turns=request.max_turns,
             index_search_attributes=self.index_search_attributes,
+            local_activity=self.local_activity,
         )
 
 

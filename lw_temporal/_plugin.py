@@ -61,6 +61,9 @@ class LittleWorkflowPlugin(SimplePlugin):
         search_attributes_registered: set when the server has the Keyword search
             attributes ``LwRole`` and ``LwDefinition``; the workflows then index
             themselves by them (upserting unregistered ones would fail their tasks).
+        model_local_activity: call the model as a local activity (no task-queue round
+            trip per turn) once a run has learned this setting from its first turn or
+            its parent. For fast, local models; every worker must then have ``model``.
         orchestrator_instructions: the orchestrator's system instructions.
         orchestrator_max_turns: the orchestrator's turn budget.
         scanner: checks every content written to memory (activities and bash
@@ -84,6 +87,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         *,
         model: Model | None = None,
         search_attributes_registered: bool = False,
+        model_local_activity: bool = False,
         orchestrator_instructions: str = "",
         orchestrator_max_turns: int = ORCHESTRATOR_MAX_TURNS,
         scanner: Scanner | None = None,
@@ -114,6 +118,7 @@ class LittleWorkflowPlugin(SimplePlugin):
                 self.config,
                 model,
                 index_search_attributes=search_attributes_registered,
+                local_activity=model_local_activity,
                 orchestrator_instructions=orchestrator_instructions,
                 orchestrator_max_turns=orchestrator_max_turns,
             )

@@ -103,18 +103,22 @@ class AgentState(BaseModel):
     failed_tools: int = 0
     max_turns: int | None = None
     index_search_attributes: bool = False
+    local_model: bool = False
 
 
 class AgentInput(BaseModel):
     """A run's input: its task (from the client or the parent) and loop options.
 
     ``turns_per_run`` continues-as-new after that many turns even when Temporal does
-    not suggest it yet (it always does when a history grows large); ``state`` is set
-    only by the workflow itself when it continues as new.
+    not suggest it yet (it always does when a history grows large); ``local_model`` is
+    set by a parent whose worker calls the model as a local activity, so the child's
+    first turn does too; ``state`` is set only by the workflow itself when it continues
+    as new.
     """
 
     task: str = ""
     turns_per_run: int | None = Field(default=None, gt=0)
+    local_model: bool = False
     state: AgentState | None = None
 
 
@@ -314,7 +318,7 @@ class _Agent:
     async def _loop(self, agent_input: AgentInput | None) -> AgentResult:
         agent_input = agent_input or AgentInput()
         self._run_id = self._check_identity()
-        self._state = agent_input.state or AgentState()
+        self._state = agent_input.state or AgentState(local_model=agent_input.local_model)
         self._label_self()
         turns_this_run = 0
         while True:
@@ -330,6 +334,7 @@ class _Agent:
             if state.max_turns is None:
                 state.max_turns = reply.max_turns
                 state.index_search_attributes = reply.index_search_attributes
+                state.local_model = reply.local_activity
                 self._index_self()
             summary = await self._act(reply)
             state.turn += 1
@@ -350,9 +355,7 @@ class _Agent:
                 per_run is not None and turns_this_run >= per_run
             ):
                 self._status = "continuing as new"
-                workflow.continue_as_new(
-                    AgentInput(task=agent_input.task, turns_per_run=per_run, state=state)
-                )
+                workflow.continue_as_new(agent_input.model_copy(update={"state": state}))
 
     async def _ask_model(self, task: str) -> ModelReply:
         self._status = "thinking"
@@ -366,14 +369,24 @@ class _Agent:
             transcript=[e if e.turn >= latest else _compact(e) for e in window],
             omitted=state.omitted + len(state.transcript) - len(window),
         )
-        reply: ModelReply = await workflow.execute_activity(
-            MODEL_ACTIVITY,
-            turn,
-            result_type=ModelReply,
-            start_to_close_timeout=timedelta(minutes=10),
-            heartbeat_timeout=timedelta(seconds=30),
-            retry_policy=_RETRY,
-        )
+        reply: ModelReply
+        if state.local_model:
+            reply = await workflow.execute_local_activity(
+                MODEL_ACTIVITY,
+                turn,
+                result_type=ModelReply,
+                start_to_close_timeout=timedelta(minutes=2),
+                retry_policy=_RETRY,
+            )
+        else:
+            reply = await workflow.execute_activity(
+                MODEL_ACTIVITY,
+                turn,
+                result_type=ModelReply,
+                start_to_close_timeout=timedelta(minutes=10),
+                heartbeat_timeout=timedelta(seconds=30),
+                retry_policy=_RETRY,
+            )
         return reply
 
     def _record(self, entry: TranscriptEntry) -> None:
@@ -522,7 +535,7 @@ class _Agent:
         try:
             result: AgentResult = await workflow.execute_child_workflow(
                 child_type,
-                AgentInput(task=task),
+                AgentInput(task=task, local_model=state.local_model),
                 id=str(child_id),
                 result_type=AgentResult,
                 parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import MemoryConfig, Role, WorkflowDefinition
@@ -105,3 +106,33 @@ async def test_a_planner_runs_alone_with_its_steps_under_it(
         # Without the plugin option the workflows never touch search attributes.
         assert description.typed_search_attributes.get(ROLE_KEY) is None
         assert (await description.memo())["lw.definition"] == "beta"
+
+
+async def test_children_inherit_the_local_model_setting(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    pipeline = f"pipeline_{task_queue}"
+    async with lw_worker(
+        dev_env, data_dir, task_queue, [ALPHA, BETA], MODEL, model_local_activity=True
+    ) as client:
+        result = await client.execute_workflow(
+            "lw.Orchestrator",
+            AgentInput(),
+            id=pipeline,
+            task_queue=task_queue,
+            result_type=AgentResult,
+        )
+        assert result.summary == "pipeline done"
+
+        async def model_calls(workflow_id: str) -> tuple[int, int]:
+            history = await client.get_workflow_handle(workflow_id).fetch_history()
+            kinds = [e.event_type for e in history.events]
+            return (
+                kinds.count(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED),
+                kinds.count(EventType.EVENT_TYPE_MARKER_RECORDED),
+            )
+
+        # The root learns the setting from its first turn; children start with it.
+        assert await model_calls(pipeline) == (1, 1)
+        assert await model_calls(f"{pipeline}/sub-runs/run_alpha@1") == (0, 2)
+        assert await model_calls(f"{pipeline}/sub-runs/run_alpha@1/steps/step_1") == (0, 1)

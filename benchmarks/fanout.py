@@ -1,0 +1,205 @@
+"""Fan-out throughput: an lw pipeline against a bare Temporal tree of the same shape.
+
+Shape: 1 root x 10 children x 10 leaves. In the lw pipeline the root is an
+``lw.Orchestrator`` whose scripted model starts 10 ``lw.Planner`` sub-runs at once, each
+planner starts 10 ``lw.Worker`` steps at once, and each worker makes one ``lw.bash``
+call (sandboxed, scoped, output-capped) and finishes. The baseline is plain parent/child
+workflows whose leaves run the same command through a plain subprocess activity. Both
+run on the same dev server and worker process, alternately, in the same run; the
+printed ratio is lw leaves per second over bare leaves per second.
+
+    python benchmarks/fanout.py [--rounds 3] [--width 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+import uuid
+from datetime import timedelta
+
+from temporalio import activity, workflow
+from temporalio.client import Client
+from temporalio.common import SearchAttributeKey
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from lw_temporal import LittleWorkflowPlugin, Role, WorkflowDefinition
+from lw_temporal._devserver import temporal_cli_path
+from lw_temporal._ids import SEARCH_ATTRIBUTE_DEFINITION, SEARCH_ATTRIBUTE_ROLE
+from lw_temporal._model import ScriptedModel, tool
+from lw_temporal._workflows import AgentInput, AgentResult
+
+COMMAND = "echo step done"
+
+
+@activity.defn(name="bench.subprocess")
+async def run_subprocess(command: str) -> int:
+    proc = await asyncio.create_subprocess_exec(
+        "bash", "-c", command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    await proc.communicate()
+    return proc.returncode or 0
+
+
+@workflow.defn(name="bench.Leaf")
+class Leaf:
+    @workflow.run
+    async def run(self, command: str) -> int:
+        result: int = await workflow.execute_activity(
+            "bench.subprocess", command, start_to_close_timeout=timedelta(minutes=5)
+        )
+        return result
+
+
+@workflow.defn(name="bench.Node")
+class Node:
+    @workflow.run
+    async def run(self, width: int) -> int:
+        base = workflow.info().workflow_id
+        codes = await asyncio.gather(
+            *(
+                workflow.execute_child_workflow("bench.Leaf", COMMAND, id=f"{base}/leaf_{i}")
+                for i in range(width)
+            )
+        )
+        return sum(codes)
+
+
+@workflow.defn(name="bench.Root")
+class Root:
+    @workflow.run
+    async def run(self, width: int) -> int:
+        base = workflow.info().workflow_id
+        codes = await asyncio.gather(
+            *(
+                workflow.execute_child_workflow("bench.Node", width, id=f"{base}/node_{i}")
+                for i in range(width)
+            )
+        )
+        return sum(codes)
+
+
+def _definitions(width: int) -> list[WorkflowDefinition]:
+    return [WorkflowDefinition(id=f"fan{i}") for i in range(width)]
+
+
+def _model(width: int) -> ScriptedModel:
+    scripts: dict[tuple[str | None, Role], list[list]] = {  # type: ignore[type-arg]
+        (None, Role.ORCHESTRATOR): [
+            [tool("plan_workflow", workflow=f"fan{i}", task="fan out") for i in range(width)],
+            [tool("finish", summary="all done")],
+        ]
+    }
+    for i in range(width):
+        scripts[(f"fan{i}", Role.PLANNER)] = [
+            [tool("run_step", task=str(j)) for j in range(width)],
+            [tool("finish", summary="planned")],
+        ]
+        scripts[(f"fan{i}", Role.WORKER)] = [
+            [tool("bash", command=COMMAND), tool("finish", summary="worked")]
+        ]
+    return ScriptedModel(scripts)  # type: ignore[arg-type]
+
+
+async def _bare(client: Client, task_queue: str, width: int) -> float:
+    started = time.perf_counter()
+    await client.execute_workflow(
+        "bench.Root", width, id=f"bare_{uuid.uuid4().hex[:8]}", task_queue=task_queue
+    )
+    return time.perf_counter() - started
+
+
+async def _lw(client: Client, task_queue: str) -> float:
+    started = time.perf_counter()
+    result = await client.execute_workflow(
+        "lw.Orchestrator",
+        AgentInput(),
+        id=f"pipeline_{uuid.uuid4().hex[:8]}",
+        task_queue=task_queue,
+        result_type=AgentResult,
+    )
+    assert result.summary == "all done", result
+    return time.perf_counter() - started
+
+
+def _client(env: WorkflowEnvironment, plugin: LittleWorkflowPlugin) -> Client:
+    config = env.client.config()
+    config["plugins"] = [plugin]
+    return Client(**config)
+
+
+async def main(rounds: int, width: int, sandbox: str) -> None:
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_cli_path(),
+        dev_server_log_level="error",
+        search_attributes=[
+            SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_ROLE),
+            SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_DEFINITION),
+        ],
+    )
+    leaves = width * width
+    times: dict[str, list[float]] = {"bare": [], "lw": [], "lw-local-model": []}
+    try:
+        with tempfile.TemporaryDirectory() as data_dir:
+            # Two configurations of the same plugin, each on its own task queue: the
+            # model called as a regular activity (the default) and as a local activity.
+            clients = {
+                name: _client(
+                    env,
+                    LittleWorkflowPlugin(
+                        data_dir,
+                        _definitions(width),
+                        model=_model(width),
+                        search_attributes_registered=True,
+                        sandbox=sandbox,
+                        model_local_activity=local,
+                    ),
+                )
+                for name, local in (("lw", False), ("lw-local-model", True))
+            }
+            bare_client = clients["lw"]
+            async with (
+                Worker(
+                    bare_client,
+                    task_queue="bare",
+                    workflows=[Root, Node, Leaf],
+                    activities=[run_subprocess],
+                ),
+                Worker(clients["lw"], task_queue="lw"),
+                Worker(clients["lw-local-model"], task_queue="lw-local-model"),
+            ):
+                await _bare(bare_client, "bare", width)  # warm up every path
+                for name, client in clients.items():
+                    await _lw(client, name)
+                for _ in range(rounds):
+                    times["bare"].append(await _bare(bare_client, "bare", width))
+                    for name, client in clients.items():
+                        times[name].append(await _lw(client, name))
+    finally:
+        await env.shutdown()
+    rates = {name: leaves / statistics.median(t) for name, t in times.items()}
+    print(f"shape: 1 x {width} x {width} = {leaves} leaf steps; lw.bash sandbox: {sandbox}")
+    print(f"rounds: {rounds}, each runs the three trees one after another; medians below")
+    for name, t in times.items():
+        print(f"{name:>15} seconds: " + " ".join(f"{x:.2f}" for x in t))
+    print(f"bare Temporal tree:          {rates['bare']:7.1f} leaf steps/s (subprocess leaves)")
+    for name in ("lw", "lw-local-model"):
+        print(
+            f"{name + ' pipeline:':<28} {rates[name]:7.1f} leaf steps/s, "
+            f"ratio {rates[name] / rates['bare']:.2f} (target >= 0.80)"
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--width", type=int, default=10)
+    parser.add_argument(
+        "--sandbox", default="auto", help="lw.bash backend (auto, bwrap, unsandboxed-dangerous)"
+    )
+    args = parser.parse_args()
+    asyncio.run(main(args.rounds, args.width, args.sandbox))
