@@ -110,15 +110,21 @@ def call(activity: str, **args: Any) -> Call:
 
 @asynccontextmanager
 async def memory_harness(
-    env: WorkflowEnvironment, plugin: LittleWorkflowPlugin, task_queue: str
+    env: WorkflowEnvironment,
+    plugin: LittleWorkflowPlugin,
+    task_queue: str,
+    *,
+    with_activities: bool = True,
 ) -> AsyncIterator[RunScript]:
-    """Yields ``run(workflow_id, *calls, role=..., parallel=False, max_attempts=3)``."""
+    """Yields ``run(workflow_id, *calls, role=..., parallel=False, max_attempts=3)``.
+    Without ``with_activities`` this worker runs the workflows only, so the activities
+    run on other workers (other processes) polling the same task queue."""
     client = Client(**env.client.config() | {"data_converter": pydantic_data_converter})
     async with Worker(
         client,
         task_queue=task_queue,
         workflows=list(WORKFLOW_FOR_ROLE.values()),
-        activities=list(plugin.memory_activities.callables),
+        activities=list(plugin.memory_activities.callables) if with_activities else [],
     ):
 
         async def run(

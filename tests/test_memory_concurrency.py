@@ -4,7 +4,9 @@ worker behave the same."""
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -90,3 +92,84 @@ async def test_parallel_append_activities(
     assert sorted(lines) == sorted(f"entry {i}" for i in range(30))
     audit = plugin.memory.audit(StoreRef(StoreKind.WORKFLOW, "notes"))
     assert len({e.activity_id for e in audit}) == 30
+
+
+def _activity_worker(
+    target: str, task_queue: str, data_dir: str, pids: str, ready: object, stop: object
+) -> None:
+    """A separate worker process running only the memory activities."""
+    import asyncio
+
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.worker import Worker
+
+    plugin = LittleWorkflowPlugin(data_dir, [WorkflowDefinition(id="notes")])
+
+    def note_pid(_activity_type: str, _attempt: int) -> None:
+        with open(pids, "a") as f:
+            f.write(f"{os.getpid()}\n")
+
+    plugin.memory_activities.after_commit = note_pid
+
+    async def main() -> None:
+        client = await Client.connect(target, data_converter=pydantic_data_converter)
+        async with Worker(
+            client,
+            task_queue=task_queue,
+            activities=list(plugin.memory_activities.callables),
+            max_concurrent_activities=8,
+        ):
+            ready.set()  # type: ignore[attr-defined]
+            await asyncio.to_thread(stop.wait)  # type: ignore[attr-defined]
+
+    asyncio.run(main())
+
+
+async def test_appends_from_activities_in_two_worker_processes(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str, tmp_path: Path
+) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    stop = ctx.Event()
+    pids = tmp_path / "pids"
+    target = dev_env.client.service_client.config.target_host
+    readies = [ctx.Event() for _ in range(2)]
+    procs = [
+        ctx.Process(
+            target=_activity_worker,
+            args=(target, task_queue, str(data_dir), str(pids), ready, stop),
+        )
+        for ready in readies
+    ]
+    for p in procs:
+        p.start()
+    try:
+        for ready in readies:
+            assert ready.wait(timeout=120)
+        plugin = LittleWorkflowPlugin(data_dir, [WorkflowDefinition(id="notes")])
+        path = "/mnt/memory/workflow/shared.md"
+        async with memory_harness(dev_env, plugin, task_queue, with_activities=False) as run:
+            outs = await asyncio.gather(
+                *(
+                    run(
+                        f"run_notes@{task_queue}-{w}",
+                        *[
+                            call("lw.memory.append", path=path, content=f"w{w} e{i}\n")
+                            for i in range(20)
+                        ],
+                        parallel=True,
+                    )
+                    for w in range(3)
+                )
+            )
+    finally:
+        stop.set()
+        for p in procs:
+            p.join(timeout=60)
+    assert all(o.ok for out in outs for o in out)
+    lines = (data_dir / "memory/workflows/notes/shared.md").read_text().splitlines()
+    assert sorted(lines) == sorted(f"w{w} e{i}" for w in range(3) for i in range(20))
+    worked = Counter(pids.read_text().split())
+    assert len(worked) == 2 and sum(worked.values()) == 60, worked
+    audit = MemoryStores(DataLayout.at(data_dir)).audit(StoreRef(StoreKind.WORKFLOW, "notes"))
+    assert len(audit) == 60
