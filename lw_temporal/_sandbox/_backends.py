@@ -21,7 +21,6 @@ import shutil
 import subprocess
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from pathlib import Path
 
 from ._spec import DEFAULT_PATH, Limits, MountMode, SandboxSpec
 
@@ -43,8 +42,11 @@ class Launch:
     argv: list[str]
     env: dict[str, str]
     cwd: str | None = None
-    #: Bytes the runner writes to ``args_fd`` before starting (bwrap's ``--args``).
+    #: Bytes the runner writes to ``args_fd`` (bwrap's ``--args``).
     payload: bytes | None = None
+    #: The launcher waits for ``payload`` before it forks: the runner sets its rlimits
+    #: first (otherwise the argv does).
+    gated: bool = False
 
 
 def _rlimit_argv(limits: Limits) -> list[str]:
@@ -68,13 +70,9 @@ class Backend(ABC):
         """Raise :class:`SandboxUnavailable` when this backend cannot run here."""
 
     @abstractmethod
-    def launch(self, spec: SandboxSpec, cgroup_procs: Path | None, args_fd: int) -> Launch:
+    def launch(self, spec: SandboxSpec, args_fd: int) -> Launch:
         """The command line; ``args_fd`` is an inherited pipe the runner fills with
         ``Launch.payload``."""
-
-
-def _join_cgroup(procs: Path | None) -> str:
-    return "" if procs is None else f"echo $$ > {shlex.quote(str(procs))} && "
 
 
 class BwrapBackend(Backend):
@@ -135,20 +133,18 @@ class BwrapBackend(Backend):
             else:
                 argv += ["--bind", merged[target], target]
         argv += ["--remount-ro", "/", "--chdir", str(spec.cwd)]
-        command = ["--", *_rlimit_argv(spec.limits), *spec.argv]
+        command = ["--", *spec.argv]
         if args_fd is None:
             return argv + command, None
         payload = b"".join(a.encode("utf-8", "surrogateescape") + b"\0" for a in argv[1:])
         return [self.bwrap, "--args", str(args_fd), *command], payload
 
-    def launch(self, spec: SandboxSpec, cgroup_procs: Path | None, args_fd: int) -> Launch:
+    def launch(self, spec: SandboxSpec, args_fd: int) -> Launch:
         overlays = [m for m in spec.mounts if m.mode is MountMode.OVERLAY]
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
         if not overlays:
             argv, payload = self.bwrap_argv(spec, args_fd=args_fd)
-            if cgroup_procs is not None:
-                argv = ["/bin/sh", "-c", _join_cgroup(cgroup_procs) + 'exec "$@"', "sh", *argv]
-            return Launch(argv, env, payload=payload)
+            return Launch(argv, env, payload=payload, gated=True)
         steps: list[str] = []
         merged: dict[str, str] = {}
         for mount in overlays:
@@ -187,9 +183,7 @@ class BwrapBackend(Backend):
             "sh",
             *bwrap,
         ]
-        if cgroup_procs is not None:
-            argv = ["/bin/sh", "-c", _join_cgroup(cgroup_procs) + 'exec "$@"', "sh", *argv]
-        return Launch(argv, env, payload=payload)
+        return Launch(argv, env, payload=payload, gated=True)
 
 
 @functools.cache
@@ -242,11 +236,9 @@ class UnsandboxedBackend(Backend):
     def check(self) -> None:
         return None
 
-    def launch(self, spec: SandboxSpec, cgroup_procs: Path | None, args_fd: int) -> Launch:
+    def launch(self, spec: SandboxSpec, args_fd: int) -> Launch:
         real_cwd = spec.real_of(spec.cwd)
         env = {"PATH": DEFAULT_PATH, "HOME": str(real_cwd), "LANG": "C.UTF-8"}
         env.update(spec.env)
         argv = _rlimit_argv(spec.limits) + list(spec.argv)
-        if cgroup_procs is not None:
-            argv = ["/bin/sh", "-c", _join_cgroup(cgroup_procs) + 'exec "$@"', "sh", *argv]
         return Launch(argv, env, str(real_cwd) if real_cwd else None)

@@ -10,19 +10,24 @@ stream (up to ``save_cap``) goes to a file only when it does not fit.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import fcntl
+import functools
 import os
+import resource
 import signal
+import subprocess
+import threading
 import time
-import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, ClassVar
 
-from ._backends import Backend
-from ._spec import SandboxSpec
+from ._backends import Backend, Launch
+from ._spec import Limits, SandboxSpec
 
 _CHUNK = 1 << 16
 
@@ -78,94 +83,185 @@ class RunOutcome:
     exit_code: int
     timed_out: bool
     duration: float
-    #: Processes the pids cgroup refused (a fork bomb hit the limit), when known.
+    #: The sandboxes' pids cgroup refused a fork during this command (maybe another's).
     pids_limited: bool = False
 
 
-class _PidsCgroup:
-    """A pids cgroup (v1) for one command, when this worker may create one."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    @classmethod
-    def create(cls, limit: int) -> _PidsCgroup | None:
-        base = _pids_base()
-        if base is None:
-            return None
-        path = base / f"lw-{uuid.uuid4().hex[:12]}"
-        try:
-            path.mkdir()
-            (path / "pids.max").write_text(str(limit))
-        except OSError:
-            with contextlib.suppress(OSError):
-                path.rmdir()
-            return None
-        return cls(path)
-
-    @property
-    def procs(self) -> Path:
-        return self.path / "cgroup.procs"
-
-    def hit_limit(self) -> bool:
-        try:
-            events = (self.path / "pids.events").read_text()
-        except OSError:
-            return False
-        return any(line.split()[-1] != "0" for line in events.splitlines() if line.strip())
-
-    def kill_all(self) -> None:
-        try:
-            pids = [int(p) for p in self.procs.read_text().split()]
-        except OSError:
-            return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-
-    async def remove(self) -> None:
-        for _ in range(100):
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                self.kill_all()
-                await asyncio.sleep(0.02)
-
-
-_PIDS_BASE: list[Path | None] = []
-
-
+@functools.cache
 def _pids_base() -> Path | None:
-    if _PIDS_BASE:
-        return _PIDS_BASE[0]
-    base: Path | None = None
+    """The worker's own folder in a writable cgroup v1 pids hierarchy, if any."""
     try:
         for line in Path("/proc/self/cgroup").read_text().splitlines():
             _, controllers, rel = line.split(":", 2)
             if "pids" in controllers.split(","):
                 candidate = Path("/sys/fs/cgroup/pids") / rel.lstrip("/")
-                if os.access(candidate, os.W_OK) and (candidate / "cgroup.procs").exists():
-                    base = candidate
+                if os.access(candidate, os.W_OK) and (candidate / "tasks").exists():
+                    return candidate
     except (OSError, ValueError):
-        base = None
-    _PIDS_BASE.append(base)
-    return base
+        return None
+    return None
 
 
-async def _pump(stream: asyncio.StreamReader, sink: OutputSink) -> None:
-    while True:
-        data = await stream.read(_CHUNK)
-        if not data:
+class _Spawner:
+    """One thread that starts every sandbox, living in a pids cgroup of its own.
+
+    A child is born in the cgroup of the thread that forks it (cgroup v1 places
+    threads individually), so moving this one thread once bounds every sandbox's
+    process count without a per-command cgroup attach, which costs more than the
+    sandbox itself. The limit is shared by the worker's concurrent commands: a fork
+    bomb can slow its neighbours' forks until it is killed, never the worker, whose
+    other threads stay outside. Without a writable pids hierarchy the spawner is
+    still used, and only rlimits apply (RLIMIT_NPROC binds only a non-root worker).
+    """
+
+    _instances: ClassVar[dict[int, _Spawner]] = {}
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.cgroup: Path | None = None
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lw-sandbox-spawn")
+        self.executor.submit(self._enter_cgroup).result()
+
+    @classmethod
+    def get(cls, limit: int) -> _Spawner:
+        spawner = cls._instances.get(limit)
+        if spawner is None:
+            spawner = cls._instances[limit] = cls(limit)
+        return spawner
+
+    def _enter_cgroup(self) -> None:
+        base = _pids_base()
+        if base is None:
             return
-        sink.write(data)
+        path = base / f"lw-sandboxes-{os.getpid()}-{self.limit}"
+        try:
+            path.mkdir(exist_ok=True)
+            (path / "pids.max").write_text(str(self.limit))
+            (path / "tasks").write_text(str(threading.get_native_id()))
+        except OSError:
+            return
+        self.cgroup = path
+        atexit.register(self._remove)
+
+    def _remove(self) -> None:
+        with contextlib.suppress(OSError):
+            assert self.cgroup is not None
+            self.executor.shutdown(wait=True)
+            self.cgroup.rmdir()
+
+    def events(self) -> int:
+        if self.cgroup is None:
+            return 0
+        try:
+            text = (self.cgroup / "pids.events").read_text()
+        except OSError:
+            return 0
+        return sum(int(line.split()[-1]) for line in text.splitlines() if line.strip())
+
+    async def popen(
+        self, launch: Launch, args_fd: int, limits: Limits, payload_fd: int
+    ) -> subprocess.Popen[bytes]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self.executor, self._start, launch, args_fd, limits, payload_fd
+        )
+
+    @staticmethod
+    def _start(
+        launch: Launch, args_fd: int, limits: Limits, payload_fd: int
+    ) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(
+            launch.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=launch.env,
+            cwd=launch.cwd,
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=(args_fd,),
+        )
+        try:
+            if launch.gated:
+                _set_rlimits(proc.pid, limits)
+            if launch.payload:
+                with contextlib.suppress(OSError):
+                    fcntl.fcntl(payload_fd, fcntl.F_SETPIPE_SZ, max(len(launch.payload), 4096))
+                os.write(payload_fd, launch.payload)
+        except BaseException:
+            _kill_group(proc.pid)
+            proc.wait()
+            raise
+        return proc
+
+
+class _Reader:
+    """Drains one pipe into a sink from the event loop (no thread per stream)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, sink: OutputSink) -> None:
+        self.loop = loop
+        self.fd = fd
+        self.sink = sink
+        self.done: asyncio.Future[None] = loop.create_future()
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, self._ready)
+
+    def _ready(self) -> None:
+        try:
+            data = os.read(self.fd, _CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            self.sink.write(data)
+            return
+        self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            self.loop.remove_reader(self.fd)
+            os.close(self.fd)
+            self.fd = -1
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+async def _exited(loop: asyncio.AbstractEventLoop, proc: subprocess.Popen[bytes]) -> int:
+    """Wait for ``proc`` through a pidfd: no child-watcher thread, no polling."""
+    pidfd = os.pidfd_open(proc.pid)
+    try:
+        if proc.poll() is None:
+            ready: asyncio.Future[None] = loop.create_future()
+
+            def signal_exit() -> None:
+                if not ready.done():
+                    ready.set_result(None)
+
+            loop.add_reader(pidfd, signal_exit)
+            try:
+                await ready
+            finally:
+                loop.remove_reader(pidfd)
+        return proc.wait()
+    finally:
+        os.close(pidfd)
 
 
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+def _set_rlimits(pid: int, limits: Limits) -> None:
+    for kind, value in (
+        (resource.RLIMIT_NPROC, limits.nproc),
+        (resource.RLIMIT_FSIZE, limits.file_size),
+        (resource.RLIMIT_AS, limits.address_space),
+        (resource.RLIMIT_NOFILE, limits.open_files),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        resource.prlimit(pid, kind, (value, value))
 
 
 async def run_sandboxed(
@@ -180,43 +276,38 @@ async def run_sandboxed(
 ) -> RunOutcome:
     """Run ``spec`` under ``backend`` until it exits, times out or is cancelled.
 
-    Cancellation (``asyncio.CancelledError``, e.g. a Temporal activity cancel) kills
-    the whole tree before it propagates.
+    A launcher that reads its options from a pipe (bwrap ``--args``) cannot fork
+    before that pipe is closed, so its pids cgroup and rlimits are set from here
+    first: exact, and without a helper process. Cancellation (``CancelledError``, e.g.
+    a Temporal activity cancel) kills the whole tree before it propagates.
     """
-    cgroup = _PidsCgroup.create(spec.limits.pids) if use_pids_cgroup else None
+    loop = asyncio.get_running_loop()
+    spawner = _Spawner.get(spec.limits.pids) if use_pids_cgroup else None
+    events_before = spawner.events() if spawner else 0
     started = time.monotonic()
     args_read, args_write = os.pipe()
     try:
-        launch = backend.launch(spec, cgroup.procs if cgroup else None, args_read)
-        if launch.payload:
-            with contextlib.suppress(OSError):
-                fcntl.fcntl(args_write, fcntl.F_SETPIPE_SZ, max(len(launch.payload), 4096))
-            os.write(args_write, launch.payload)
-        os.close(args_write)
-        args_write = -1
-        proc = await asyncio.create_subprocess_exec(
-            *launch.argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=launch.env,
-            cwd=launch.cwd,
-            start_new_session=True,
-            close_fds=True,
-            pass_fds=(args_read,),
-        )
-    except BaseException:
-        if cgroup is not None:
-            await cgroup.remove()
-        raise
+        launch = backend.launch(spec, args_read)
+        if spawner is not None:
+            proc = await spawner.popen(launch, args_read, spec.limits, args_write)
+        else:
+            proc = _Spawner._start(launch, args_read, spec.limits, args_write)
     finally:
         os.close(args_read)
-        if args_write >= 0:
-            os.close(args_write)
+        os.close(args_write)
     assert proc.stdout is not None and proc.stderr is not None
-    pumps = asyncio.gather(_pump(proc.stdout, stdout), _pump(proc.stderr, stderr))
+    readers = [
+        _Reader(loop, os.dup(proc.stdout.fileno()), stdout),
+        _Reader(loop, os.dup(proc.stderr.fileno()), stderr),
+    ]
+    proc.stdout.close()
+    proc.stderr.close()
+    drained = asyncio.gather(*(r.done for r in readers))
     timed_out = False
     limited = False
+
+    def kill() -> None:
+        _kill_group(proc.pid)
 
     async def beat() -> None:
         assert heartbeat is not None
@@ -225,38 +316,32 @@ async def run_sandboxed(
             heartbeat(stdout.total, stderr.total)
 
     beater = asyncio.create_task(beat()) if heartbeat is not None else None
+    exited = asyncio.ensure_future(_exited(loop, proc))
     try:
         try:
-            await asyncio.wait_for(proc.wait(), timeout=spec.timeout)
+            await asyncio.wait_for(asyncio.shield(exited), timeout=spec.timeout)
         except TimeoutError:
             timed_out = True
-            _kill_group(proc.pid)
-            if cgroup is not None:
-                cgroup.kill_all()
-            await proc.wait()
+            kill()
+            await exited
         try:
-            await asyncio.wait_for(asyncio.shield(pumps), timeout=5)
+            await asyncio.wait_for(asyncio.shield(drained), timeout=5)
         except TimeoutError:  # a descendant kept a pipe open: it must go too
-            _kill_group(proc.pid)
-            if cgroup is not None:
-                cgroup.kill_all()
-            await asyncio.wait_for(pumps, timeout=30)
+            kill()
+            await asyncio.wait_for(asyncio.shield(drained), timeout=30)
     except BaseException:
-        _kill_group(proc.pid)
-        if cgroup is not None:
-            cgroup.kill_all()
+        kill()
         with contextlib.suppress(BaseException):
-            await asyncio.wait_for(asyncio.shield(proc.wait()), timeout=10)
-        pumps.cancel()
+            await asyncio.wait_for(asyncio.shield(exited), timeout=10)
         raise
     finally:
         if beater is not None:
             beater.cancel()
+        for reader in readers:
+            reader.close()
         stdout.close()
         stderr.close()
-        if cgroup is not None:
-            limited = cgroup.hit_limit()
-            await cgroup.remove()
+        limited = spawner is not None and spawner.events() > events_before
     duration = time.monotonic() - started
     code = proc.returncode if proc.returncode is not None else -1
     if code < 0:  # killed by a signal: report it the way a shell does
@@ -265,5 +350,5 @@ async def run_sandboxed(
         exit_code=code,
         timed_out=timed_out,
         duration=duration,
-        pids_limited=cgroup is not None and limited,
+        pids_limited=limited,
     )

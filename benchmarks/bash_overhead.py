@@ -1,0 +1,111 @@
+"""What ``lw.bash`` costs on ``true``, against a bare bwrap with the same mounts and
+against plain ``bash -c true``, measured round-robin in the same run.
+
+``lw.bash`` runs in-process through ``ActivityEnvironment`` with a real activity info
+(so the scope comes from the workflow ID as in production): pre-check, scratch and
+staging setup, the sandbox, output capture and, for the planner, reading the overlay's
+upper dir. The bare bwrap runs the identical bwrap command line (with the overlay's
+store bound directly, since a bare bwrap has no overlay) with the same ``bash -c true``
+through ``subprocess.run(capture_output=True)``: no pre-check, no rlimits, no pids
+cgroup, no output caps. The runners take turns in a rotating order, so none always
+pays for the namespace teardown of the same predecessor.
+
+Usage: python benchmarks/bash_overhead.py [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+
+from temporalio.testing import ActivityEnvironment
+
+from lw_temporal import WorkflowDefinition
+from lw_temporal._bash import BashActivities, BashRequest
+from lw_temporal._config import LwConfig
+from lw_temporal._sandbox import BwrapBackend, MountMode, SandboxMount, SandboxSpec
+from lw_temporal._scope import Scope
+
+ROLES = {
+    "worker": ("pipeline_bench/sub-runs/run_bench@1/steps/step_1", "lw.Worker"),
+    "planner (overlay)": ("pipeline_bench/sub-runs/run_bench@1", "lw.Planner"),
+}
+
+
+def bare_argv(scope: Scope, backend: BwrapBackend) -> list[str]:
+    mounts = []
+    for mount in scope.mounts:
+        mount.real.mkdir(parents=True, exist_ok=True)
+        mode = MountMode.RW if mount.writable else MountMode.RO
+        mounts.append(SandboxMount(mount.real, mount.virtual, mode))
+    spec = SandboxSpec(argv=("/bin/bash", "-c", "true"), cwd=scope.cwd, mounts=tuple(mounts))
+    argv, _ = backend.bwrap_argv(spec)
+    cut = argv.index("--")
+    return [*argv[:cut], "--", "/bin/bash", "-c", "true"]
+
+
+async def timed(fn: Callable[[], Awaitable[object]]) -> float:
+    start = time.perf_counter()
+    await fn()
+    return time.perf_counter() - start
+
+
+async def main(rounds: int) -> None:
+    with tempfile.TemporaryDirectory() as data_dir:
+        config = LwConfig.create(data_dir, [WorkflowDefinition(id="bench")])
+        activities = BashActivities(config)
+        backend = activities.backend()
+        assert isinstance(backend, BwrapBackend)
+        request = BashRequest(command="true")
+        print(f"rounds: {rounds} (median latency, rotating round-robin)")
+        for label, (workflow_id, workflow_type) in ROLES.items():
+            scope = config.scope_of(workflow_id, workflow_type)
+            env = ActivityEnvironment()
+            env.info = dataclasses.replace(
+                env.info, workflow_id=workflow_id, workflow_type=workflow_type
+            )
+            bare = bare_argv(scope, backend)
+
+            async def lw_bash(env: ActivityEnvironment = env) -> object:
+                result = await env.run(activities.bash, request)
+                assert result.exit_code == 0, result
+                return result
+
+            async def bare_bwrap(bare: list[str] = bare) -> object:
+                return subprocess.run(bare, check=True, capture_output=True)  # noqa: ASYNC221
+
+            async def plain_bash() -> object:
+                return subprocess.run(  # noqa: ASYNC221
+                    ["bash", "-c", "true"], check=True, capture_output=True
+                )
+
+            runners = {"lw.bash": lw_bash, "bare bwrap": bare_bwrap, "bash -c true": plain_bash}
+            for fn in runners.values():  # warm up caches and the backend probe
+                await fn()
+            samples: dict[str, list[float]] = {name: [] for name in runners}
+            order = list(runners)
+            for i in range(rounds):  # rotate so no runner always follows the same one
+                for name in order[i % 3 :] + order[: i % 3]:
+                    samples[name].append(await timed(runners[name]))
+            medians = {name: statistics.median(values) for name, values in samples.items()}
+            print(f"\n[{label}]")
+            for name, value in medians.items():
+                print(f"  {name:<14} {value * 1000:8.2f} ms")
+            ratio = medians["lw.bash"] / medians["bare bwrap"]
+            print(f"  lw.bash / bare bwrap   = {ratio:.2f}x (target <= 1.30)")
+            print(f"  lw.bash / bash -c true = {medians['lw.bash'] / medians['bash -c true']:.2f}x")
+            print(
+                f"  bare bwrap / bash      = {medians['bare bwrap'] / medians['bash -c true']:.2f}x"
+            )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=200)
+    asyncio.run(main(parser.parse_args().rounds))
