@@ -10,6 +10,25 @@ from ._definitions import (
     canonical_json,
     pipeline_key,
 )
+from ._dreaming import (
+    Consolidator,
+    Decision,
+    DefaultConsolidator,
+    DreamContext,
+    DreamingActivities,
+    DreamInput,
+    DreamOptions,
+    DreamResult,
+    DreamState,
+    DreamStatus,
+    Note,
+    PromotionOutcome,
+    RunRecord,
+    approve_dream,
+    list_dreams,
+    reject_dream,
+    schedule_dreaming,
+)
 from ._errors import NON_RETRYABLE
 from ._ids import (
     DREAMING_WORKFLOW,
@@ -39,6 +58,13 @@ from ._memory import (
     StagedCommitResult,
 )
 from ._plugin import LittleWorkflowPlugin
+from ._retention import (
+    GcReport,
+    RetentionActivities,
+    RetentionPolicy,
+    collect_garbage,
+    schedule_retention,
+)
 from ._scan import DefaultScanner, Finding, Scanner
 from ._scope import Mode, Mount, Scope, StoreKind, StoreRef, derive_scope
 
@@ -55,10 +81,21 @@ __all__ = [
     "AuditEntry",
     "BashRequest",
     "BashResult",
+    "Consolidator",
     "DataLayout",
+    "Decision",
+    "DefaultConsolidator",
     "DefaultScanner",
     "DefinitionRegistry",
+    "DreamContext",
+    "DreamInput",
+    "DreamOptions",
+    "DreamResult",
+    "DreamState",
+    "DreamStatus",
+    "DreamingActivities",
     "Finding",
+    "GcReport",
     "InvalidWorkflowId",
     "LittleWorkflowPlugin",
     "MemoryActivities",
@@ -74,9 +111,14 @@ __all__ = [
     "Mode",
     "Mount",
     "MutationResult",
+    "Note",
+    "PromotionOutcome",
     "Provenance",
+    "RetentionActivities",
+    "RetentionPolicy",
     "Role",
     "RunId",
+    "RunRecord",
     "Scanner",
     "Scope",
     "StagedChange",
@@ -84,8 +126,14 @@ __all__ = [
     "StoreKind",
     "StoreRef",
     "WorkflowDefinition",
+    "approve_dream",
     "canonical_json",
+    "collect_garbage",
     "derive_scope",
+    "list_dreams",
     "parse_workflow_id",
     "pipeline_key",
+    "reject_dream",
+    "schedule_dreaming",
+    "schedule_retention",
 ]
