@@ -61,3 +61,16 @@ def test_redaction_reaches_every_kept_version(data_dir: Path) -> None:
     assert (entry.op, entry.actor, entry.path) == ("redact", "dpo", "c.md")
     assert entry.detail == result.versions_redacted
     assert stores.read(STORE, "other.md").content == "unrelated\n"
+
+
+def test_prune_versions_keeps_the_last_ones(data_dir: Path) -> None:
+    stores = MemoryStores(DataLayout.at(data_dir))
+    for i in range(6):
+        stores.append(STORE, "log.md", f"line {i}\n".encode(), provenance=ADMIN)
+    stores.write(STORE, "other.md", b"only version", provenance=ADMIN)
+    assert stores.prune_versions(STORE, keep_last=2) == 4
+    versions = stores.versions(STORE, "log.md")
+    assert [v.available for v in versions] == [False] * 4 + [True] * 2
+    assert stores.blob(STORE, versions[-1].sha256) == stores.read(STORE, "log.md").content.encode()
+    assert all(v.available for v in stores.versions(STORE, "other.md"))
+    assert stores.prune_versions(STORE, keep_last=2) == 0

@@ -853,6 +853,30 @@ class MemoryStores:
                 record = self._ledger_get(state, key)
         return record
 
+    def prune_versions(self, store: StoreRef, *, keep_last: int = 20) -> int:
+        """Drop the content of all but the last ``keep_last`` versions of each file
+        (every version stays listed, as unavailable); returns how many contents were
+        removed. Appends keep a whole copy per version, so a long log needs this."""
+        if keep_last < 1:
+            raise ValueError("keep_last must be at least 1 (the current version)")
+        state = self.state_dir(store)
+        with self._locked(store, None):
+            history: dict[str, dict[str, None]] = {}
+            for entry in self.audit(store):
+                shas = history.setdefault(entry.path, {})
+                for sha in (entry.sha256_before, entry.sha256_after):
+                    if sha is not None:
+                        resolved = self._resolve(state, sha)
+                        shas.pop(resolved, None)
+                        shas[resolved] = None  # most recent last
+            keep = {sha for shas in history.values() for sha in list(shas)[-keep_last:]}
+            removed = 0
+            for blob in (state / "blobs").glob("*/*"):
+                if blob.name not in keep and not blob.name.startswith(_fs.TMP_PREFIX):
+                    blob.unlink()
+                    removed += 1
+        return removed
+
     def prune_ledger(self, store: StoreRef, older_than: timedelta) -> int:
         """Forget exactly-once records older than ``older_than`` (longer than any
         activity's retries can last); returns how many were removed."""
