@@ -44,6 +44,8 @@ from ._ids import (
 from ._memory import (
     ABSENT,
     AuditEntry,
+    ListEntry,
+    ListResult,
     MemoryActivities,
     MemoryAppendRequest,
     MemoryDeleteRequest,
@@ -54,8 +56,11 @@ from ._memory import (
     MemoryWriteRequest,
     MutationResult,
     Provenance,
+    ReadResult,
+    RedactResult,
     StagedChange,
     StagedCommitResult,
+    VersionInfo,
 )
 from ._plugin import LittleWorkflowPlugin
 from ._retention import (
@@ -97,6 +102,8 @@ __all__ = [
     "Finding",
     "GcReport",
     "InvalidWorkflowId",
+    "ListEntry",
+    "ListResult",
     "LittleWorkflowPlugin",
     "MemoryActivities",
     "MemoryAppendRequest",
@@ -114,6 +121,8 @@ __all__ = [
     "Note",
     "PromotionOutcome",
     "Provenance",
+    "ReadResult",
+    "RedactResult",
     "RetentionActivities",
     "RetentionPolicy",
     "Role",
@@ -125,6 +134,7 @@ __all__ = [
     "StagedCommitResult",
     "StoreKind",
     "StoreRef",
+    "VersionInfo",
     "WorkflowDefinition",
     "approve_dream",
     "canonical_json",
