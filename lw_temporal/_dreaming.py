@@ -28,7 +28,7 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
@@ -97,6 +97,11 @@ class _Model(BaseModel):
 # -- workflow input, state and result ---------------------------------------------------
 
 
+_CLOSED_STATUSES = frozenset(
+    {"Completed", "Failed", "TimedOut", "Terminated", "Canceled", "ContinuedAsNew"}
+)
+
+
 class DreamOptions(_Model):
     """How much one dream reads and how long it waits for a reviewer."""
 
@@ -104,10 +109,21 @@ class DreamOptions(_Model):
     batch_size: int = Field(default=50, gt=0, le=1_000)
     approval_timeout: timedelta = timedelta(days=7)
     #: Visibility statuses of the target's runs worth learning from.
-    statuses: tuple[str, ...] = ("Completed", "Failed")
+    statuses: tuple[str, ...] = Field(default=("Completed", "Failed"), min_length=1)
     #: Lower bound on close time for a dream with no previous completion (a first,
     #: unscheduled dream); later scheduled dreams use the last completion's cursor.
     since: datetime | None = None
+
+    @field_validator("statuses")
+    @classmethod
+    def _statuses(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(value) - _CLOSED_STATUSES)
+        if unknown:
+            raise ValueError(
+                f"statuses {unknown} are not closed execution statuses; use some of "
+                f"{sorted(_CLOSED_STATUSES)}"
+            )
+        return value
 
 
 class DreamInput(_Model):
@@ -680,7 +696,7 @@ class DreamingActivities:
     async def find_runs(self, request: FindRunsRequest) -> FindRunsResult:
         target, work, _ = self._scope()
         statuses = " OR ".join(f"ExecutionStatus = '{s}'" for s in request.statuses)
-        query = f"WorkflowType = '{PLANNER_WORKFLOW}' AND ({statuses or 'false'})"
+        query = f"WorkflowType = '{PLANNER_WORKFLOW}' AND ({statuses})"
         cursor = request.cursor
         if cursor is not None:
             query += f" AND CloseTime >= '{_visibility_time(cursor.close_time)}'"
@@ -926,7 +942,7 @@ def read_memory(root: Path) -> tuple[dict[str, str], dict[str, str]]:
         dirnames.sort()
         for name in sorted(filenames):
             path = Path(dirpath) / name
-            if path.is_symlink() or not path.is_file():
+            if name.startswith(".lw-tmp-") or path.is_symlink() or not path.is_file():
                 continue
             rel = path.relative_to(root).as_posix()
             data = path.read_bytes()
@@ -1024,18 +1040,17 @@ class DreamingWorkflow:
 
         self._status = DreamStatus.AWAITING_APPROVAL
         self._deadline = workflow.now() + options.approval_timeout
-        try:
+        with contextlib.suppress(TimeoutError):
             await workflow.wait_condition(
                 lambda: self._decision is not None,
                 timeout=options.approval_timeout,
                 timeout_summary="await approval",
             )
-        except TimeoutError:
+        decision = self._decision  # a decision accepted as the timer fired still counts
+        if decision is None:
             # Unreviewed runs stay unconsumed: the next dream reads them again.
             self._status = DreamStatus.TIMED_OUT
             return self._result(cursor)
-        decision = self._decision
-        assert decision is not None
         if not self._approved:
             self._status = DreamStatus.REJECTED
             return self._result(found.cursor)
@@ -1048,6 +1063,8 @@ class DreamingWorkflow:
             retry_policy=_ACTIVITY_RETRY,
         )
         self._status = DreamStatus.APPROVED
+        # Let the approve update hand the outcome to the approver before closing.
+        await workflow.wait_condition(workflow.all_handlers_finished)
         return self._result(found.cursor)
 
     def _result(self, cursor: Cursor | None) -> DreamResult:
