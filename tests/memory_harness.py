@@ -9,7 +9,7 @@ plugin's own workflows of the same names are not registered beside them.
 
 from __future__ import annotations
 
-import uuid
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -24,7 +24,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from lw_temporal import NON_RETRYABLE, LittleWorkflowPlugin
+from lw_temporal import NON_RETRYABLE, LittleWorkflowPlugin, Role
+from lw_temporal._ids import WORKFLOW_TYPE_FOR_ROLE
 
 
 class Call(BaseModel):
@@ -68,8 +69,6 @@ async def _one(call: Call, max_attempts: int) -> Outcome:
 
 async def _run(script: Script) -> list[Outcome]:
     if script.parallel:
-        import asyncio
-
         return list(await asyncio.gather(*(_one(c, script.max_attempts) for c in script.calls)))
     return [await _one(c, script.max_attempts) for c in script.calls]
 
@@ -134,16 +133,13 @@ async def memory_harness(
             parallel: bool = False,
             max_attempts: int = 3,
         ) -> list[Outcome]:
-            wf = WORKFLOW_FOR_ROLE[role]
-            # A fresh token per run keeps IDs unique across tests on a shared server.
-            suffix = uuid.uuid4().hex[:8]
-            wid = workflow_id.replace("{u}", suffix)
-            return await client.execute_workflow(
-                wf.run,  # type: ignore[attr-defined]
+            outcomes: list[Outcome] = await client.execute_workflow(
+                WORKFLOW_TYPE_FOR_ROLE[Role(role)],
                 Script(calls=list(calls), parallel=parallel, max_attempts=max_attempts),
-                id=wid,
+                id=workflow_id,
                 task_queue=task_queue,
                 result_type=list[Outcome],
             )
+            return outcomes
 
         yield run

@@ -38,13 +38,13 @@ def _die_in_commit(data_dir: str, where: str) -> None:
             os._exit(9)
         original_roll(self, *args, **kwargs)
 
-    def usage(*args: Any) -> None:
+    def usage(state: Path, counters: Any) -> None:
         if where == "after-audit":
             os._exit(9)
-        original_usage(*args)
+        original_usage(state, counters)
 
     _stores.MemoryStores._roll_forward = roll  # type: ignore[method-assign]
-    _stores.MemoryStores._write_usage = staticmethod(usage)  # type: ignore[method-assign]
+    _stores.MemoryStores._write_usage = staticmethod(usage)  # type: ignore[method-assign,assignment]
     MemoryStores(DataLayout.at(data_dir)).append(STORE, "log.md", b"second\n", provenance=PROV)
 
 
