@@ -56,6 +56,10 @@ TRANSCRIPT_WINDOW = 24
 #: UTF-8 bytes of one tool result kept in the transcript; the full output stays in the
 #: file the tool saved (``ref``), so the model can read it with bash when it needs to.
 TOOL_TEXT_CAP = 1024
+#: UTF-8 bytes of a memory read or listing kept in the transcript (and asked for, when
+#: the model names no size): memory is what agents are meant to read in full.
+MEMORY_TEXT_CAP = 4096
+MEMORY_LIST_LIMIT = 200
 #: UTF-8 bytes of model text and of each tool-call argument kept in the transcript.
 MODEL_TEXT_CAP = 2048
 #: UTF-8 bytes of each text kept for entries older than the last turn. Every turn
@@ -185,6 +189,32 @@ def _compact(entry: TranscriptEntry) -> TranscriptEntry:
             ],
         }
     )
+
+
+def _render_memory(tool_name: str, result: dict[str, Any]) -> str:
+    """A memory result as the model reads it: contents and listings as text."""
+    if tool_name == "memory_read" and "content" in result:
+        if not result.get("exists", True):
+            return f"{result.get('path')}: no such file"
+        head = (
+            f"{result.get('path')} ({result.get('size')} bytes, "
+            f"sha256 {result.get('content_sha256')})"
+        )
+        if result.get("truncated"):
+            shown = result.get("offset", 0) + len(str(result["content"]).encode())
+            head += f"; truncated: read on with offset={shown}"
+        return clip(f"{head}\n{result['content']}", MEMORY_TEXT_CAP)
+    if tool_name == "memory_list" and "entries" in result:
+        lines = [f"{result.get('path')}:"]
+        lines += [
+            f"{e.get('path')} ({e.get('kind')}, {e.get('size')} bytes)"
+            for e in result["entries"]
+            if isinstance(e, dict)
+        ]
+        if result.get("truncated"):
+            lines.append("(listing truncated: list a subfolder or raise limit)")
+        return clip("\n".join(lines), MEMORY_TEXT_CAP)
+    return clip(json.dumps(result, sort_keys=True, default=str), TOOL_TEXT_CAP)
 
 
 def _render_bash(result: dict[str, Any]) -> tuple[str, str | None]:
@@ -462,14 +492,21 @@ class _Agent:
                     f"available: {', '.join(allowed)}",
                     ok=False,
                 )
+            arguments = dict(call.arguments)
+            # Reads and listings default to what the transcript keeps, so a store's
+            # size never decides how much lands in the history.
+            if call.name == "memory_read":
+                arguments.setdefault("max_bytes", MEMORY_TEXT_CAP)
+            elif call.name == "memory_list":
+                arguments.setdefault("limit", MEMORY_LIST_LIMIT)
             result: dict[str, Any] = await workflow.execute_activity(
                 activity_name,
-                call.arguments,
+                arguments,
                 result_type=dict,
                 start_to_close_timeout=timedelta(seconds=60),
                 retry_policy=_RETRY,
             )
-            return entry(clip(json.dumps(result, sort_keys=True, default=str), TOOL_TEXT_CAP))
+            return entry(_render_memory(call.name, result))
         except ActivityError as err:
             if is_cancelled_exception(err):
                 raise

@@ -1,0 +1,76 @@
+"""The memory tools run from the agent loop as the ``lw.memory.*`` activities: results
+come back as readable text, reads are bounded by default, and a refused mutation is a
+tool error the model sees (the run goes on), not a failed workflow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from temporalio.testing import WorkflowEnvironment
+
+from lw_temporal import DataLayout, Role, RunId, WorkflowDefinition
+from lw_temporal._model import ModelRequest, ScriptedModel, ToolCall, tool
+from lw_temporal._workflows import MEMORY_TEXT_CAP, AgentInput, AgentResult
+
+from ._hierarchy_support import lw_worker
+
+NOTES = WorkflowDefinition(id="notes")
+BIG = "line of lessons\n" * 2000  # 32 000 bytes
+WF = "/mnt/memory/workflow"
+
+
+def _report(request: ModelRequest) -> list[ToolCall]:
+    entries = [e for e in request.transcript if e.kind == "tool" and e.turn == request.turn - 1]
+    return [tool("finish", summary="\n=====\n".join(f"{e.ok} {e.text}" for e in entries))]
+
+
+MODEL = ScriptedModel(
+    {
+        ("notes", Role.PLANNER): [
+            [
+                tool("memory_write", path=f"{WF}/lessons.md", content="first\n"),
+                tool("memory_append", path=f"{WF}/lessons.md", content="second\n"),
+                tool("memory_replace", path=f"{WF}/lessons.md", old="first", new="1st"),
+                tool("memory_read", path=f"{WF}/lessons.md"),
+                tool("memory_write", path=f"{WF}/big.md", content=BIG),
+                tool("memory_read", path=f"{WF}/big.md"),
+                tool("memory_list", path=WF),
+                tool("memory_delete", path=f"{WF}/big.md"),
+                tool("memory_write", path="/mnt/memory/org/policy.md", content="x"),
+                tool("no_such_tool"),
+            ],
+            _report,
+        ]
+    }
+)
+
+
+async def test_memory_tools_from_the_loop(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    run = RunId.planner("notes", task_queue)
+    async with lw_worker(dev_env, data_dir, task_queue, [NOTES], MODEL) as client:
+        result = await client.execute_workflow(
+            "lw.Planner",
+            AgentInput(),
+            id=str(run),
+            task_queue=task_queue,
+            result_type=AgentResult,
+        )
+    outcomes = result.summary.split("\n=====\n")
+    assert len(outcomes) == 10
+    read_small, read_big, listing = outcomes[3], outcomes[5], outcomes[6]
+    assert read_small.startswith("True ") and read_small.endswith("\n1st\nsecond\n")
+    # A big file is read in a bounded slice, and the model is told how to go on.
+    assert read_big.startswith("True ") and f"offset={MEMORY_TEXT_CAP}" in read_big
+    assert len(read_big.encode()) <= MEMORY_TEXT_CAP + 64
+    assert "lessons.md (file" in listing and "big.md (file" in listing
+    assert outcomes[7].startswith("True ")
+    # Org memory is read-only for a planner by default: a typed refusal, as text.
+    assert outcomes[8].startswith("False LwMemoryReadOnly"), outcomes[8]
+    assert outcomes[9].startswith("False unknown tool 'no_such_tool'"), outcomes[9]
+
+    store = DataLayout.at(data_dir).workflow_memory("notes")
+    assert (store / "lessons.md").read_text() == "1st\nsecond\n"
+    assert not (store / "big.md").exists()
+    assert not DataLayout.at(data_dir).org_memory.exists()
