@@ -62,6 +62,18 @@ from ._memory import (
     StagedCommitResult,
     VersionInfo,
 )
+from ._model import (
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    ScriptKey,
+    ScriptTurn,
+    ToolCall,
+    ToolSpec,
+    TranscriptEntry,
+    tool,
+)
 from ._plugin import LittleWorkflowPlugin
 from ._retention import (
     GcReport,
@@ -72,6 +84,7 @@ from ._retention import (
 )
 from ._scan import DefaultScanner, Finding, Scanner
 from ._scope import Mode, Mount, Scope, StoreKind, StoreRef, derive_scope
+from ._workflows import PROGRESS_QUERY, AgentInput, AgentResult, Progress
 
 __all__ = [
     "ABSENT",
@@ -80,8 +93,11 @@ __all__ = [
     "NON_RETRYABLE",
     "ORCHESTRATOR_WORKFLOW",
     "PLANNER_WORKFLOW",
+    "PROGRESS_QUERY",
     "REJECTED_EXIT_CODE",
     "WORKER_WORKFLOW",
+    "AgentInput",
+    "AgentResult",
     "AttachSpec",
     "AuditEntry",
     "BashRequest",
@@ -116,9 +132,13 @@ __all__ = [
     "MemoryStores",
     "MemoryWriteRequest",
     "Mode",
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
     "Mount",
     "MutationResult",
     "Note",
+    "Progress",
     "PromotionOutcome",
     "Provenance",
     "ReadResult",
@@ -130,10 +150,16 @@ __all__ = [
     "RunRecord",
     "Scanner",
     "Scope",
+    "ScriptKey",
+    "ScriptTurn",
+    "ScriptedModel",
     "StagedChange",
     "StagedCommitResult",
     "StoreKind",
     "StoreRef",
+    "ToolCall",
+    "ToolSpec",
+    "TranscriptEntry",
     "VersionInfo",
     "WorkflowDefinition",
     "approve_dream",
@@ -146,4 +172,5 @@ __all__ = [
     "reject_dream",
     "schedule_dreaming",
     "schedule_retention",
+    "tool",
 ]

@@ -11,8 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lw_temporal import MemoryConfig, Role, WorkflowDefinition
-from lw_temporal._model import ModelRequest, ScriptKey, ScriptTurn, ToolCall, tool
+from lw_temporal import (
+    MemoryConfig,
+    ModelRequest,
+    Role,
+    ScriptKey,
+    ScriptTurn,
+    ToolCall,
+    WorkflowDefinition,
+    tool,
+)
 
 from .candidate_scoring import candidate_scoring
 

@@ -6,8 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lw_temporal import AttachSpec, MemoryConfig, Role, WorkflowDefinition
-from lw_temporal._model import ModelRequest, ScriptKey, ScriptTurn, ToolCall, tool
+from lw_temporal import (
+    AttachSpec,
+    MemoryConfig,
+    ModelRequest,
+    Role,
+    ScriptKey,
+    ScriptTurn,
+    ToolCall,
+    WorkflowDefinition,
+    tool,
+)
 
 candidate_scoring = WorkflowDefinition(
     id="candidate-scoring",

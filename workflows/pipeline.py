@@ -10,8 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lw_temporal import Role, WorkflowDefinition
-from lw_temporal._model import ModelRequest, ScriptedModel, ScriptKey, ScriptTurn, ToolCall, tool
+from lw_temporal import (
+    ModelRequest,
+    Role,
+    ScriptedModel,
+    ScriptKey,
+    ScriptTurn,
+    ToolCall,
+    WorkflowDefinition,
+    tool,
+)
 
 from . import candidate_review as review
 from . import candidate_scoring as scoring

@@ -16,8 +16,7 @@ from collections.abc import Sequence
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from lw_temporal import LittleWorkflowPlugin
-from lw_temporal._model import Model
+from lw_temporal import LittleWorkflowPlugin, Model
 
 from .pipeline import DEFINITIONS, sample_model
 
