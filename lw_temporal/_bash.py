@@ -20,6 +20,7 @@ that times out or is cancelled commits nothing to memory.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import fcntl
 import os
 import shutil
@@ -34,7 +35,7 @@ from temporalio import activity
 
 from ._config import LwConfig
 from ._errors import SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
-from ._pathcheck import check_command, filter_listing
+from ._pathcheck import check_command, filter_listing, rewrite_paths
 from ._sandbox import (
     LAUNCH_FAILED_MARKER,
     LAUNCH_FAILED_STATUS,
@@ -209,15 +210,26 @@ class BashActivities:
         if not own.is_dir():
             own.mkdir(parents=True, exist_ok=True)
         staged: list[tuple[Mount, Path]] = []
+        private: Path | None = None
+        command = request.command
         try:
-            mounts = tuple(self._mount(scope, m, staged) for m in scope.mounts)
+            overlay = backend.has_mount_view
+            mounts = tuple(self._mount(scope, m, staged, overlay) for m in scope.mounts)
+            if not backend.has_mount_view:
+                private = scope.layout.state / "sandbox" / f"run-{uuid.uuid4().hex}"
+                private.mkdir(parents=True)
             spec = SandboxSpec(
-                argv=("/bin/bash", "-c", request.command),
+                argv=("/bin/bash", "-c", command),
                 cwd=scope.cwd,
                 mounts=mounts,
                 limits=self.limits,
                 timeout=timeout,
+                private_dir=private,
             )
+            path_map = backend.path_map(spec)
+            if path_map:
+                command = rewrite_paths(command, path_map)
+                spec = dataclasses.replace(spec, argv=("/bin/bash", "-c", command))
             out_dir = own / OUTPUT_FOLDER
             stdout = OutputSink(self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stdout")
             stderr = OutputSink(self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stderr")
@@ -240,14 +252,17 @@ class BashActivities:
         finally:
             for _, folder in staged:
                 await asyncio.to_thread(shutil.rmtree, folder, True)
-        text_out = decode_output(bytes(stdout.head))
+            if private is not None:
+                await asyncio.to_thread(shutil.rmtree, private, True)
+        text_out = _unview(decode_output(bytes(stdout.head)), path_map)
+        head_text = _unview(decode_output(head_err), path_map)
         if check.lists_recursively:
             text_out = filter_listing(scope, text_out)
         own_virtual = PurePosixPath(scope.cwd)
         return BashResult(
             exit_code=TIMEOUT_EXIT_CODE if outcome.timed_out else outcome.exit_code,
             stdout=text_out,
-            stderr=decode_output(head_err)
+            stderr=head_text
             + (f"lw.bash: command timed out after {timeout:g}s\n" if outcome.timed_out else ""),
             stdout_truncated=stdout.truncated,
             stderr_truncated=stderr.truncated,
@@ -262,11 +277,18 @@ class BashActivities:
             sandbox=backend.name,
         )
 
-    def _mount(self, scope: Scope, mount: Mount, staged: list[tuple[Mount, Path]]) -> SandboxMount:
-        """The sandbox mount of one scope mount (missing stores show as empty folders)."""
+    def _mount(
+        self, scope: Scope, mount: Mount, staged: list[tuple[Mount, Path]], overlay: bool
+    ) -> SandboxMount:
+        """The sandbox mount of one scope mount (missing stores show as empty folders).
+
+        Without an overlay (a backend with no mount namespace) a writable memory
+        mount is shown read-only: bash writes to memory need the staged commit."""
         source = mount.real
         if not source.is_dir():
             source = _empty_dir(scope)
+        if mount.store is not None and mount.writable and not overlay:
+            return SandboxMount(source, mount.virtual, MountMode.RO)
         if mount.store is not None and mount.writable:
             folder = scope.layout.state / "staging" / uuid.uuid4().hex
             for name in ("upper", "work", "merged"):
@@ -294,6 +316,14 @@ class BashActivities:
             ]
             refused += [f"{mount.virtual}/{path}: {reason}" for path, reason in outcome.refused]
         return changes, refused
+
+
+def _unview(text: str, path_map: list[tuple[str, str]]) -> str:
+    """Show the real folders of a backend without a mount view under their virtual
+    names again (longest real path first, so nested mounts map right)."""
+    for virtual, real in sorted(path_map, key=lambda pair: -len(pair[1])):
+        text = text.replace(real, virtual)
+    return text
 
 
 def _ref(sink: OutputSink, scope: Scope, own_virtual: PurePosixPath) -> str | None:

@@ -520,3 +520,36 @@ def filter_listing(scope: Scope, text: str, cwd: PurePosixPath | None = None) ->
                 continue
         kept.append(line)
     return "".join(kept)
+
+
+# -- path rewriting (backends without a mount view) ------------------------------------
+
+
+def rewrite_paths(command: str, mapping: list[tuple[str, str]]) -> str:
+    """``command`` with each literal word that starts with a virtual prefix of
+    ``mapping`` (longest first) moved to its replacement. Only words the parser sees
+    as literal are touched; paths built at run time are not, and then do not resolve."""
+    data = command.encode("utf-8", "surrogateescape")
+    tree = _parser().parse(data)
+    pairs = [(v.encode(), r.encode("utf-8", "surrogateescape")) for v, r in mapping]
+    edits: list[tuple[int, int, bytes]] = []
+
+    def visit(node: tree_sitter.Node) -> None:
+        if node.type in ("heredoc_body", "comment"):
+            return
+        if node.type in ("word", "string_content", "raw_string"):
+            offset = 1 if node.type == "raw_string" else 0
+            body = (node.text or b"")[offset:]
+            for virtual, real in pairs:
+                if body == virtual or body.startswith(virtual + b"/"):
+                    start = node.start_byte + offset
+                    edits.append((start, start + len(virtual), real))
+                    break
+            return
+        for child in node.children:
+            visit(child)
+
+    visit(tree.root_node)
+    for start, end, real in sorted(edits, reverse=True):
+        data = data[:start] + real + data[end:]
+    return data.decode("utf-8", "surrogateescape")

@@ -12,6 +12,7 @@ from ._backends import (
     LAUNCH_FAILED_STATUS,
     Backend,
     BwrapBackend,
+    LandlockBackend,
     SandboxUnavailable,
     UnsandboxedBackend,
 )
@@ -21,13 +22,26 @@ from ._spec import DEFAULT_PATH, Limits, MountMode, SandboxMount, SandboxSpec
 
 #: The explicit, loudly named opt-in for running commands without any sandbox.
 UNSANDBOXED = "unsandboxed-dangerous"
-SANDBOX_CHOICES = ("auto", "bwrap", UNSANDBOXED)
+SANDBOX_CHOICES = ("auto", "bwrap", "landlock", UNSANDBOXED)
 
 
 def select_backend(choice: str) -> Backend:
-    """The backend for a plugin's ``sandbox=`` setting; raises SandboxUnavailable."""
-    if choice in ("auto", "bwrap"):
-        backend = BwrapBackend()
+    """The backend for a plugin's ``sandbox=`` setting; raises SandboxUnavailable.
+
+    ``auto`` prefers bwrap (a full mount view) and falls back to Landlock where user
+    namespaces are blocked; it never falls back to running unsandboxed.
+    """
+    if choice == "auto":
+        reasons = []
+        for candidate in (BwrapBackend(), LandlockBackend()):
+            try:
+                candidate.check()
+                return candidate
+            except SandboxUnavailable as err:
+                reasons.append(f"{candidate.name}: {err}")
+        raise SandboxUnavailable("no sandbox backend works here; " + "; ".join(reasons))
+    if choice in ("bwrap", "landlock"):
+        backend: Backend = BwrapBackend() if choice == "bwrap" else LandlockBackend()
         backend.check()
         return backend
     if choice == UNSANDBOXED:
@@ -45,6 +59,7 @@ __all__ = [
     "UNSANDBOXED",
     "Backend",
     "BwrapBackend",
+    "LandlockBackend",
     "Limits",
     "MountMode",
     "OutputSink",

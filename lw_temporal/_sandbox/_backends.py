@@ -14,13 +14,17 @@ development setups and has a name nobody enables by accident.
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import json
 import os
 import shlex
 import shutil
 import subprocess
+import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 
 from ._spec import DEFAULT_PATH, Limits, MountMode, SandboxSpec
 
@@ -64,6 +68,14 @@ def _rlimit_argv(limits: Limits) -> list[str]:
 
 class Backend(ABC):
     name: str
+    #: Whether the command sees the spec's mounts at their targets (a mount
+    #: namespace); without it, callers rewrite ``/mnt`` paths to :meth:`view_root`.
+    has_mount_view: bool = True
+
+    def path_map(self, spec: SandboxSpec) -> list[tuple[str, str]]:
+        """For a backend without a mount view: (virtual prefix, path the command must
+        use instead), longest prefixes first. Empty when the view is real."""
+        return []
 
     @abstractmethod
     def check(self) -> None:
@@ -227,18 +239,150 @@ def _probe_bwrap(bwrap: str) -> None:
 class UnsandboxedBackend(Backend):
     """No isolation at all: rlimits and a cleared environment only.
 
-    The command sees the real file system with the worker's permissions; paths under
-    /mnt do not exist. Use it only where every command is trusted.
+    The command sees the real file system with the worker's permissions (the ``/mnt``
+    view is a folder of symlinks, as for Landlock). Use it only where every command
+    is trusted.
     """
 
     name = "unsandboxed-dangerous"
+    has_mount_view = False
 
     def check(self) -> None:
         return None
 
+    def path_map(self, spec: SandboxSpec) -> list[tuple[str, str]]:
+        return _path_map(spec)
+
     def launch(self, spec: SandboxSpec, args_fd: int) -> Launch:
-        real_cwd = spec.real_of(spec.cwd)
-        env = {"PATH": DEFAULT_PATH, "HOME": str(real_cwd), "LANG": "C.UTF-8"}
+        view = _view_dir(spec)
+        _build_view(view, spec)
+        cwd = spec.real_of(spec.cwd) or view
+        env = {"PATH": DEFAULT_PATH, "HOME": str(cwd), "LANG": "C.UTF-8", "PWD": str(cwd)}
         env.update(spec.env)
         argv = _rlimit_argv(spec.limits) + list(spec.argv)
-        return Launch(argv, env, str(real_cwd) if real_cwd else None)
+        return Launch(argv, env, str(cwd))
+
+
+# -- Landlock -------------------------------------------------------------------------
+
+_LL_EXECUTE = 1 << 0
+_LL_WRITE_FILE = 1 << 1
+_LL_READ_FILE = 1 << 2
+_LL_READ_DIR = 1 << 3
+_LL_TRUNCATE = 1 << 14
+#: Handled filesystem rights per Landlock ABI (index = ABI version).
+_LL_FS_BY_ABI = (0, (1 << 13) - 1, (1 << 14) - 1, (1 << 15) - 1, (1 << 15) - 1, (1 << 16) - 1)
+_LL_READ = _LL_EXECUTE | _LL_READ_FILE | _LL_READ_DIR
+_LL_DEVICE = _LL_READ_FILE | _LL_WRITE_FILE | _LL_TRUNCATE
+_LL_NET_TCP = (1 << 0) | (1 << 1)
+_LL_SCOPES = (1 << 0) | (1 << 1)
+_LL_SYSTEM_READ = ("/usr", "/bin", "/sbin", "/lib", "/lib64", *_ETC_FILES, "/proc")
+_LL_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+_LAUNCHER = Path(__file__).with_name("_landlock_launch.py")
+
+
+def _view_dir(spec: SandboxSpec) -> Path:
+    assert spec.private_dir is not None, "a backend without a mount view needs private_dir"
+    return spec.private_dir / "view"
+
+
+def _path_map(spec: SandboxSpec) -> list[tuple[str, str]]:
+    """Each mount's target maps to its real folder; ``/mnt`` itself to a folder of
+    symlinks, so that listing the folders above the mounts still works."""
+    pairs = [(str(m.target), str(m.source)) for m in spec.mounts]
+    pairs.append(("/mnt", str(_view_dir(spec) / "mnt")))
+    return sorted(pairs, key=lambda pair: -len(pair[0]))
+
+
+def _build_view(view: Path, spec: SandboxSpec) -> None:
+    """A folder of symlinks standing in for the mount view (no mount namespace)."""
+    for mount in spec.mounts:
+        link = view.joinpath(*mount.target.parts[1:])
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.is_symlink():
+            link.symlink_to(mount.source)
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, 0 when Landlock is unavailable."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    version = libc.syscall(444, None, ctypes.c_size_t(0), 1)
+    return max(int(version), 0)
+
+
+class LandlockBackend(Backend):
+    """Landlock (a kernel LSM): works where user namespaces are blocked.
+
+    What it gives: file access limited to the mounts (read-only ones without any
+    write right), the system folders read-only, a private ``TMPDIR``; no TCP bind or
+    connect (ABI 4+); no abstract unix sockets or signals outside the sandbox (ABI
+    6+); no new privileges; a cleared environment; every descendant killed when the
+    command ends. What it gives less than bwrap: no mount namespace, so the command's
+    literal ``/mnt/...`` words are rewritten to the real folders (``/mnt`` itself to
+    a folder of symlinks, which ``find`` does not follow without ``-L``) and real
+    paths mapped back in the output, but a path built at run time under ``/mnt`` does
+    not resolve and ``pwd -P`` shows real paths; writable memory mounts are read-only
+    (no overlay to stage writes in: use ``lw.memory.*``); no pid, ipc
+    or uts namespace (other processes are visible in ``/proc``, though not
+    signalable or traceable); UDP and pathname unix sockets are not restricted; the
+    real ``/tmp`` is not visible.
+    """
+
+    name = "landlock"
+    has_mount_view = False
+
+    def __init__(self) -> None:
+        self.abi = 0
+
+    def check(self) -> None:
+        self.abi = landlock_abi()
+        if self.abi < 1:
+            raise SandboxUnavailable(
+                "Landlock is not enabled in this kernel (needs Linux 5.13+ with "
+                "CONFIG_SECURITY_LANDLOCK and 'landlock' in the lsm= boot list)"
+            )
+
+    def path_map(self, spec: SandboxSpec) -> list[tuple[str, str]]:
+        return _path_map(spec)
+
+    def launch(self, spec: SandboxSpec, args_fd: int) -> Launch:
+        view = _view_dir(spec)
+        _build_view(view, spec)
+        tmp = spec.private_dir / "tmp" if spec.private_dir else None
+        rules: list[tuple[str, int]] = [(p, _LL_READ) for p in _LL_SYSTEM_READ]
+        rules += [(p, _LL_DEVICE) for p in _LL_DEVICES]
+        fs_all = _LL_FS_BY_ABI[min(self.abi, len(_LL_FS_BY_ABI) - 1)]
+        for mount in spec.mounts:
+            writable = mount.mode is MountMode.RW
+            rules.append((str(mount.source), fs_all if writable else _LL_READ))
+        rules.append((str(view), _LL_READ))
+        if tmp is not None:
+            tmp.mkdir(parents=True, exist_ok=True)
+            rules.append((str(tmp), fs_all))
+        virtual_cwd = spec.real_of(spec.cwd) or view
+        env = {
+            "PATH": DEFAULT_PATH,
+            "HOME": str(virtual_cwd),
+            "LANG": "C.UTF-8",
+            "TMPDIR": str(tmp) if tmp else "/nonexistent",
+            "PWD": str(virtual_cwd),
+        }
+        env.update(spec.env)
+        payload = {
+            "handled_fs": fs_all,
+            "handled_net": _LL_NET_TCP if self.abi >= 4 else 0,
+            "scoped": _LL_SCOPES if self.abi >= 6 else 0,
+            "attr_size": 24 if self.abi >= 6 else 16 if self.abi >= 4 else 8,
+            "rules": rules,
+            "cwd": str(virtual_cwd),
+            "argv": list(spec.argv),
+            "env": env,
+        }
+        argv = [sys.executable, "-I", "-S", str(_LAUNCHER), str(args_fd)]
+        return Launch(
+            argv,
+            {"PATH": "/usr/bin:/bin"},
+            payload=json.dumps(payload).encode(),
+            gated=True,
+        )

@@ -306,7 +306,13 @@ async def run_sandboxed(
     timed_out = False
     limited = False
 
-    def kill() -> None:
+    async def kill() -> None:
+        # SIGTERM first: a launcher that outlives its command (Landlock) kills every
+        # descendant on it; bwrap dies and its pid namespace with it. Then SIGKILL.
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(exited), timeout=5)
         _kill_group(proc.pid)
 
     async def beat() -> None:
@@ -322,17 +328,17 @@ async def run_sandboxed(
             await asyncio.wait_for(asyncio.shield(exited), timeout=spec.timeout)
         except TimeoutError:
             timed_out = True
-            kill()
+            await kill()
             await exited
         try:
             await asyncio.wait_for(asyncio.shield(drained), timeout=5)
         except TimeoutError:  # a descendant kept a pipe open: it must go too
-            kill()
+            await kill()
             await asyncio.wait_for(asyncio.shield(drained), timeout=30)
-    except BaseException:
-        kill()
+    except BaseException:  # cancelled: the tree goes before the error propagates
         with contextlib.suppress(BaseException):
-            await asyncio.wait_for(asyncio.shield(exited), timeout=10)
+            await asyncio.shield(kill())
+        _kill_group(proc.pid)
         raise
     finally:
         if beater is not None:

@@ -52,6 +52,9 @@ class SandboxSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     timeout: float = 120.0
+    #: A folder private to this command that the backend may use (and the caller
+    #: removes afterwards), e.g. for a symlink view of the mounts.
+    private_dir: Path | None = None
 
     def real_of(self, virtual: PurePosixPath) -> Path | None:
         """The real folder behind a virtual path (for backends without a mount view)."""

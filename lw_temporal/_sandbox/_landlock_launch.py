@@ -1,0 +1,179 @@
+"""Landlock launcher: restrict this process with Landlock, then run the command.
+
+Run as ``python -I -S _landlock_launch.py FD``: standard library only, the whole
+specification read as JSON from the pipe FD (so nothing of it is visible in
+``/proc/<pid>/cmdline``). The launcher stays the command's parent (outside the
+command's Landlock domain) and a child subreaper, so on SIGTERM (timeout,
+cancellation, or the worker dying through the parent-death signal) it kills every
+descendant, including those that left the
+process group with ``setsid``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import sys
+from typing import Any
+
+SYS_CREATE_RULESET = 444
+SYS_ADD_RULE = 445
+SYS_RESTRICT_SELF = 446
+RULE_PATH_BENEATH = 1
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+PR_CAPBSET_DROP = 24
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+CAPABILITY_VERSION_3 = 0x20080522
+#: Access rights that apply to a regular file (others are for folders only).
+FILE_RIGHTS = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = (
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    )
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
+
+
+def _fail(message: str) -> None:
+    sys.stderr.write(f"lw-sandbox: launch failed: {message}\n")
+    sys.stderr.flush()
+    os._exit(125)
+
+
+def _restrict(spec: dict[str, Any]) -> None:
+    attr = _RulesetAttr(spec["handled_fs"], spec["handled_net"], spec["scoped"])
+    size = spec["attr_size"]
+    ruleset = _libc.syscall(SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0)
+    if ruleset < 0:
+        _fail(f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
+    for path, access in spec["rules"]:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            continue  # a missing system path grants nothing
+        if not os.path.isdir(path):
+            access &= FILE_RIGHTS
+        rule = _PathBeneath(access & spec["handled_fs"], fd)
+        if _libc.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, ctypes.byref(rule), 0) < 0:
+            _fail(f"landlock_add_rule {path}: {os.strerror(ctypes.get_errno())}")
+        os.close(fd)
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        _fail("PR_SET_NO_NEW_PRIVS refused")
+    if _libc.syscall(SYS_RESTRICT_SELF, ruleset, 0) < 0:
+        _fail(f"landlock_restrict_self: {os.strerror(ctypes.get_errno())}")
+    os.close(ruleset)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = (
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    )
+
+
+def _drop_capabilities() -> None:
+    """A root worker's command keeps uid 0 (it owns the scratch files) but no
+    capability: none now, none after exec (empty bounding set)."""
+    for cap in range(64):
+        _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    data = (_CapData * 2)()
+    if _libc.capset(ctypes.byref(_CapHeader(CAPABILITY_VERSION_3, 0)), data) != 0:
+        _fail(f"capset: {os.strerror(ctypes.get_errno())}")
+
+
+def _descendants() -> list[int]:
+    me = os.getpid()
+    found: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me:
+            found.append(int(entry))
+    return found
+
+
+def _kill_all(child: int) -> None:
+    # Orphans re-parent to us (subreaper): kill and reap until none is left.
+    for _ in range(1000):
+        pids = _descendants()
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in pids:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+
+def main() -> None:
+    fd = int(sys.argv[1])
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    spec = json.loads(b"".join(chunks))
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    child = os.fork()
+    if child == 0:
+        # Only the command is restricted: the launcher stays outside its Landlock
+        # domain, so the command can neither signal nor trace it (ABI 6 scoping).
+        _restrict(spec)
+        _drop_capabilities()
+        os.chdir(spec["cwd"])
+        os.execve(spec["argv"][0], spec["argv"], spec["env"])
+    stopping = False
+
+    def stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+        _kill_all(child)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    status = 0
+    while True:
+        try:
+            pid, code = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        if pid == child:
+            status = os.waitstatus_to_exitcode(code)
+            break
+    _kill_all(child)  # the command is done: nothing it started may outlive it
+    os._exit(128 - status if status < 0 else status)
+
+
+if __name__ == "__main__":
+    main()
