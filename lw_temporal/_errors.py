@@ -25,6 +25,7 @@ SCAN_BLOCKED = "LwScanBlocked"
 MODEL_FAILED = "LwModelFailed"
 HIERARCHY_VIOLATION = "LwHierarchyViolation"
 TURN_LIMIT = "LwTurnLimit"
+MODEL_NOT_CONFIGURED = "LwModelNotConfigured"
 
 #: Kinds no retry can fix; list them in a RetryPolicy's ``non_retryable_error_types``.
 NON_RETRYABLE: tuple[str, ...] = (
@@ -41,6 +42,7 @@ NON_RETRYABLE: tuple[str, ...] = (
     SCAN_BLOCKED,
     HIERARCHY_VIOLATION,
     TURN_LIMIT,
+    MODEL_NOT_CONFIGURED,
 )
 
 

@@ -46,7 +46,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ._config import LwConfig
-from ._errors import MODEL_FAILED, lw_error
+from ._errors import MODEL_FAILED, MODEL_NOT_CONFIGURED, lw_error
 from ._ids import Role
 
 MODEL_ACTIVITY = "lw.model"
@@ -315,6 +315,19 @@ class ScriptedModel:
         entry = script[request.turn]
         calls = entry(request) if callable(entry) else entry
         return ModelResponse(text=f"turn {request.turn + 1}", tool_calls=list(calls))
+
+
+class MissingModel:
+    """Stands in when a plugin has no model: an agent fails at its first turn with a
+    clear, non-retryable error instead of waiting for a model that never comes."""
+
+    async def next_turn(self, request: ModelRequest) -> ModelResponse:
+        raise lw_error(
+            MODEL_NOT_CONFIGURED,
+            f"workflow {request.workflow_id!r} needs a model, but this worker's "
+            "LittleWorkflowPlugin has none: pass model=... (an LLM client implementing "
+            "lw_temporal.Model, or a ScriptedModel)",
+        )
 
 
 class ModelActivities:

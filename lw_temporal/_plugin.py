@@ -23,7 +23,7 @@ from ._definitions import MemoryQuota, WorkflowDefinition
 from ._dreaming import Consolidator, DreamingActivities, DreamingWorkflow
 from ._memory import MemoryActivities, MemoryStores
 from ._memory._capture import bash_committer
-from ._model import ORCHESTRATOR_MAX_TURNS, Model, ModelActivities
+from ._model import ORCHESTRATOR_MAX_TURNS, MissingModel, Model, ModelActivities
 from ._retention import RetentionActivities, ScratchRetentionWorkflow
 from ._sandbox import Limits
 from ._scan import Scanner
@@ -56,8 +56,7 @@ class LittleWorkflowPlugin(SimplePlugin):
             (unique ids, attaches that name registered definitions).
         model: what chooses each agent's tool calls (an LLM client or a
             ``ScriptedModel``); worker-side, so no workflow input can pick it. Without
-            one, ``lw.model`` is not registered and agent workflows wait for a worker
-            that has it.
+            one, agent workflows fail at their first turn with ``LwModelNotConfigured``.
         search_attributes_registered: set when the server has the Keyword search
             attributes ``LwRole`` and ``LwDefinition``; the workflows then index
             themselves by them (upserting unregistered ones would fail their tasks).
@@ -112,17 +111,15 @@ class LittleWorkflowPlugin(SimplePlugin):
         )
         activities += self.bash_activities.callables
         workflows: list[type] = list(WORKFLOWS)
-        self.model_activities: ModelActivities | None = None
-        if model is not None:
-            self.model_activities = ModelActivities(
-                self.config,
-                model,
-                index_search_attributes=search_attributes_registered,
-                local_activity=model_local_activity,
-                orchestrator_instructions=orchestrator_instructions,
-                orchestrator_max_turns=orchestrator_max_turns,
-            )
-            activities.append(self.model_activities.run_turn)
+        self.model_activities = ModelActivities(
+            self.config,
+            model or MissingModel(),
+            index_search_attributes=search_attributes_registered,
+            local_activity=model_local_activity,
+            orchestrator_instructions=orchestrator_instructions,
+            orchestrator_max_turns=orchestrator_max_turns,
+        )
+        activities.append(self.model_activities.run_turn)
         self.dreaming_activities = DreamingActivities(
             self.config, dreaming_consolidator, stores=self.memory
         )
