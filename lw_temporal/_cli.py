@@ -101,6 +101,11 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="run the sample pipeline end to end on an embedded Temporal dev server",
     )
     demo.add_argument("--data-dir", required=True, help="where memory and run scratch go")
+    demo.add_argument(
+        "--hold",
+        action="store_true",
+        help="keep the dev server and its UI up after the pipeline, until Ctrl-C",
+    )
 
     async def handler(args: argparse.Namespace) -> int:
         from ._demo import run_demo

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import secrets
 import socket
 import sys
@@ -220,7 +219,7 @@ async def run_demo(args: argparse.Namespace) -> int:
         client = Client(**config)
         async with Worker(client, task_queue=TASK_QUEUE):
             await run_pipeline(client, layout, out)
-            if os.environ.get("LW_DEMO_HOLD"):
+            if getattr(args, "hold", False):
                 out("holding the server for the UI; press Ctrl-C to stop")
                 await asyncio.Event().wait()
     except WorkflowFailureError as err:
