@@ -289,7 +289,18 @@ def _listener(world_hits: list[bytes]) -> Callable[[socket.socket], None]:
 async def world(
     dev_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[World]:
-    base = tmp_path_factory.mktemp("escape")
+    async for w in run_corpus(dev_env, tmp_path_factory.mktemp("escape"), "bwrap", ATTEMPTS):
+        yield w
+
+
+async def run_corpus(
+    dev_env: WorkflowEnvironment,
+    base: Path,
+    sandbox: str,
+    attempts: list[Attempt],
+    controls: list[tuple[str, str, str]] = CONTROLS,
+) -> AsyncIterator[World]:
+    """Run every attempt as its own worker step, snapshotting around each one."""
     data, canary = base / "data", base / "canary"
     canary.mkdir()
     (canary / "secret.txt").write_text(SECRET_FILE)
@@ -297,7 +308,7 @@ async def world(
         WorkflowDefinition(id="cr", memory=MemoryConfig(attach=(AttachSpec(id="peer"),))),
         WorkflowDefinition(id="peer"),
     ]
-    plugin = LittleWorkflowPlugin(data, definitions)
+    plugin = LittleWorkflowPlugin(data, definitions, sandbox=sandbox)
     scope = plugin.config.scope_of(WORKER, "lw.Worker")
     for mount in scope.mounts:
         mount.real.mkdir(parents=True, exist_ok=True)
@@ -348,12 +359,12 @@ async def world(
     ]
     try:
         async with bash_worker(dev_env, plugin) as bash:
-            for name, build, _ in ATTEMPTS:
+            for name, build, _ in attempts:
                 before = snapshot(base, skip=writable)
                 result = await bash.one(WORKER, build(w), timeout_seconds=60)
                 after = snapshot(base, skip=writable)
                 w.results[name] = (result, before == after)
-            for name, command, _ in CONTROLS:
+            for name, command, _ in controls:
                 w.results[name] = (await bash.one(WORKER, command), True)
         yield w
     finally:
