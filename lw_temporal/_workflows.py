@@ -433,7 +433,7 @@ class _Agent:
 
     async def _act(self, reply: ModelReply) -> str | None:
         """Run the reply's tool calls in order (consecutive child starts together);
-        return the finish summary, if the model finished."""
+        return the summary if the model finished (``finish``, or no tool call at all)."""
         turn = self._state.turn
         self._record(
             TranscriptEntry(
@@ -444,6 +444,11 @@ class _Agent:
             )
         )
         calls = reply.tool_calls
+        if not calls:
+            # A model that answers without calling a tool is done, as in every chat
+            # API's tool loop; its text is the summary.
+            self._running = []
+            return reply.text or "finished"
         child_tool = _CHILD_TOOL.get(self.role)
         index = 0
         while index < len(calls):

@@ -61,7 +61,7 @@ async def test_continue_as_new_keeps_state(
 async def test_an_agent_that_never_finishes_hits_its_turn_limit(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
 ) -> None:
-    endless = ScriptedModel({("alpha", Role.PLANNER): [[] for _ in range(10)]})
+    endless = ScriptedModel({("alpha", Role.PLANNER): [[tool("think")] for _ in range(10)]})
     async with lw_worker(dev_env, data_dir, task_queue, [ALPHA], endless) as client:
         handle = await client.start_workflow(
             "lw.Planner", AgentInput(), id=f"run_alpha@{task_queue}", task_queue=task_queue

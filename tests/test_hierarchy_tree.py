@@ -9,7 +9,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import MemoryConfig, Role, WorkflowDefinition
-from lw_temporal._model import ScriptedModel, tool
+from lw_temporal._model import ModelRequest, ModelResponse, ScriptedModel, tool
 from lw_temporal._workflows import (
     DEFINITION_KEY,
     PROGRESS_QUERY,
@@ -136,3 +136,21 @@ async def test_children_inherit_the_local_model_setting(
         assert await model_calls(pipeline) == (1, 1)
         assert await model_calls(f"{pipeline}/sub-runs/run_alpha@1") == (0, 2)
         assert await model_calls(f"{pipeline}/sub-runs/run_alpha@1/steps/step_1") == (0, 1)
+
+
+async def test_a_reply_without_tool_calls_ends_the_run_with_its_text(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    class TalkingModel(ScriptedModel):
+        async def next_turn(self, request: ModelRequest) -> ModelResponse:
+            return ModelResponse(text="nothing left to do")
+
+    async with lw_worker(dev_env, data_dir, task_queue, [BETA], TalkingModel({})) as client:
+        result = await client.execute_workflow(
+            "lw.Planner",
+            AgentInput(),
+            id=f"run_beta@{task_queue}",
+            task_queue=task_queue,
+            result_type=AgentResult,
+        )
+    assert (result.summary, result.turns) == ("nothing left to do", 1)
