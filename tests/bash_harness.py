@@ -35,6 +35,7 @@ class Commands:
     commands: list[str]
     timeout_seconds: float | None = None
     activity_timeout_seconds: float = 120.0
+    heartbeat_timeout_seconds: float = 30.0
 
 
 async def _run_all(commands: Commands) -> list[BashResult]:
@@ -45,7 +46,7 @@ async def _run_all(commands: Commands) -> list[BashResult]:
             BashRequest(command=command, timeout_seconds=commands.timeout_seconds),
             result_type=BashResult,
             start_to_close_timeout=timedelta(seconds=commands.activity_timeout_seconds),
-            heartbeat_timeout=timedelta(seconds=30),
+            heartbeat_timeout=timedelta(seconds=commands.heartbeat_timeout_seconds),
             retry_policy=RetryPolicy(maximum_attempts=1),
         )
         results.append(result)
