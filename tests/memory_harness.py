@@ -10,7 +10,7 @@ plugin's own workflows of the same names are not registered beside them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
@@ -114,6 +114,7 @@ async def memory_harness(
     task_queue: str,
     *,
     with_activities: bool = True,
+    extra_activities: Sequence[Callable[..., Any]] = (),
 ) -> AsyncIterator[RunScript]:
     """Yields ``run(workflow_id, *calls, role=..., parallel=False, max_attempts=3)``.
     Without ``with_activities`` this worker runs the workflows only, so the activities
@@ -123,7 +124,10 @@ async def memory_harness(
         client,
         task_queue=task_queue,
         workflows=list(WORKFLOW_FOR_ROLE.values()),
-        activities=list(plugin.memory_activities.callables) if with_activities else [],
+        activities=[
+            *(plugin.memory_activities.callables if with_activities else ()),
+            *extra_activities,
+        ],
     ):
 
         async def run(

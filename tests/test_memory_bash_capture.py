@@ -5,9 +5,12 @@ break the scan or the quota has all of them rolled back and reported."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+from temporalio import activity
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import (
@@ -18,8 +21,11 @@ from lw_temporal import (
     StoreRef,
     WorkflowDefinition,
 )
+from lw_temporal._sandbox import UpperChange
+from lw_temporal._scope import Scope
 
 from .bash_harness import bash_worker
+from .memory_harness import call, memory_harness
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 
@@ -79,3 +85,35 @@ async def test_bash_changes_are_versioned_audited_and_rolled_back(
     deleted = next(e for e in bash_entries if e.path == "old/a.md")
     assert deleted.sha256_before is not None
     assert plugin.memory.blob(STORE, deleted.sha256_before) == b"a"
+
+
+async def test_retried_bash_command_commits_once(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    plugin = LittleWorkflowPlugin(data_dir, [WorkflowDefinition(id="notes")])
+    commit = plugin.bash_activities.commit_staged
+    attempts: list[int] = []
+
+    def lost_after_commit(scope: Scope, store: StoreRef, changes: Sequence[UpperChange]) -> Any:
+        outcome = commit(scope, store, changes)
+        attempts.append(activity.info().attempt)
+        if activity.info().attempt == 1:
+            raise RuntimeError("worker lost after the commit")
+        return outcome
+
+    plugin.bash_activities.commit_staged = lost_after_commit
+    wid = f"run_notes@{task_queue}"
+    async with memory_harness(
+        dev_env, plugin, task_queue, extra_activities=plugin.bash_activities.callables
+    ) as run:
+        out = await run(
+            wid, call("lw.bash", command="echo once >> /mnt/memory/workflow/log.md"), max_attempts=3
+        )
+    assert out[0].ok, out[0].message
+    assert attempts == [1, 2]
+    assert (data_dir / "memory/workflows/notes/log.md").read_text() == "once\n"
+    assert [c["path"] for c in out[0].result["memory_changes"]] == ["/mnt/memory/workflow/log.md"]
+    entries = plugin.memory.audit(STORE)
+    assert [(e.op, e.path, e.attempt, e.workflow_id) for e in entries] == [
+        ("write", "log.md", 1, wid)
+    ]

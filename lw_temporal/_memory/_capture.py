@@ -29,7 +29,10 @@ def bash_committer(stores: MemoryStores) -> CommitStaged:
         staged = [StagedChange(c.path, c.kind, c.source) for c in changes]
         result = stores.commit_staged(store, staged, Provenance.from_activity(scope))
         if result.applied:
-            return CommitOutcome(applied=list(changes), refused=[])
+            # From the result, not the request: a retried command gets what its first
+            # attempt committed (the ledger's record), not what it staged this time.
+            applied = [UpperChange(c.path, c.kind) for c in result.changes]
+            return CommitOutcome(applied=applied, refused=[])
         refused = [
             (c.path, c.reason if c.status == "rejected" and c.reason else ROLLED_BACK)
             for c in result.changes
