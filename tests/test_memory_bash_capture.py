@@ -1,6 +1,7 @@
 """Memory changes made with bash go through the same store: each file gets a version
 and an audit line with the lw.bash activity's provenance, and a command whose changes
-break the scan or the quota has all of them rolled back and reported."""
+break the scan or the quota has all of them rolled back and reported; a bash activity
+retried after its commit does not commit again."""
 
 from __future__ import annotations
 
