@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from collections.abc import Callable, Coroutine, Sequence
@@ -110,7 +111,13 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     async def handler(args: argparse.Namespace) -> int:
         from ._demo import run_demo
 
-        return await run_demo(args)
+        code = await run_demo(args)
+        # The SDK's native runtime threads can crash CPython's teardown after all work
+        # is done (temporalio/sdk-python#300), turning a finished demo into a SIGSEGV
+        # exit; the demo has shut its server and worker down, so skip the teardown.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
     demo.set_defaults(handler=handler)
 

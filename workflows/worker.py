@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -55,7 +56,10 @@ async def serve(args: argparse.Namespace, model: Model | None = None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     asyncio.run(serve(build_parser().parse_args(argv)))
-    return 0
+    # Skip CPython's teardown, which the SDK's native threads can crash after a clean
+    # shutdown (temporalio/sdk-python#300): the worker has already drained.
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
