@@ -165,6 +165,7 @@ class BashActivities:
         self.limits = limits or Limits()
         self.commit_staged: CommitStaged = commit_staged or apply_staged
         self._backend: Backend | None = None
+        self._scopes: dict[tuple[str, str], Scope] = {}
 
     @property
     def callables(self) -> list[Callable[..., object]]:
@@ -178,9 +179,22 @@ class BashActivities:
                 raise lw_error(SANDBOX_UNAVAILABLE, f"lw.bash cannot run here: {err}") from None
         return self._backend
 
+    def _scope(self) -> Scope:
+        """The calling activity's scope (derived from ``activity.info()`` only), kept
+        per workflow: the configuration is fixed, so the derivation is pure."""
+        info = activity.info()
+        key = (info.workflow_id or "", info.workflow_type or "")
+        scope = self._scopes.get(key)
+        if scope is None:
+            scope = self.config.activity_scope()
+            if len(self._scopes) >= 1024:
+                self._scopes.clear()
+            self._scopes[key] = scope
+        return scope
+
     @activity.defn(name=BASH_ACTIVITY)
     async def bash(self, request: BashRequest) -> BashResult:
-        scope = self.config.activity_scope()
+        scope = self._scope()
         info = activity.info()
         tag = f"{info.activity_id}-{info.attempt}-{uuid.uuid4().hex[:6]}"
         return await self.run(scope, request, tag=tag, heartbeat=_heartbeat)

@@ -24,9 +24,9 @@ import subprocess
 import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from ._spec import DEFAULT_PATH, Limits, MountMode, SandboxSpec
+from ._spec import DEFAULT_PATH, Limits, MountMode, SandboxMount, SandboxSpec
 
 #: Exit status and stderr marker of a failed overlay mount (not the command's own).
 LAUNCH_FAILED_STATUS = 125
@@ -103,53 +103,18 @@ class BwrapBackend(Backend):
 
         With ``args_fd`` the options travel through that pipe (bwrap ``--args``), so
         the sandbox's pid 1 shows no host paths in its ``/proc/1/cmdline``."""
-        merged = merged or {}
-        env = {"PATH": DEFAULT_PATH, "HOME": str(spec.cwd), "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
-        env.update(spec.env)
-        argv = [
+        options = _bwrap_options(
             self.bwrap,
-            "--unshare-all",
-            "--unshare-user",
-            "--disable-userns",
-            "--uid",
-            _SANDBOX_UID,
-            "--gid",
-            _SANDBOX_UID,
-            "--cap-drop",
-            "ALL",
-            "--hostname",
-            "sandbox",
-            "--die-with-parent",
-            "--new-session",
-            "--clearenv",
-        ]
-        for key, value in env.items():
-            argv += ["--setenv", key, value]
-        argv += ["--ro-bind", "/usr", "/usr"]
-        for source, target in _SYSTEM_LINKS:
-            argv += ["--symlink", source, target]
-        if os.path.isdir("/usr/lib64"):
-            argv += ["--symlink", "usr/lib64", "/lib64"]
-        for path in _ETC_FILES:
-            argv += ["--ro-bind-try", path, path]
-        argv += ["--proc", "/proc", "--dev", "/dev"]
-        argv += ["--size", str(spec.limits.tmp_size), "--tmpfs", "/dev/shm"]
-        argv += ["--remount-ro", "/dev"]
-        argv += ["--size", str(spec.limits.tmp_size), "--tmpfs", "/tmp"]
-        for mount in sorted(spec.mounts, key=lambda m: len(m.target.parts)):
-            target = str(mount.target)
-            if mount.mode is MountMode.RO:
-                argv += ["--ro-bind", str(mount.source), target]
-            elif mount.mode is MountMode.RW:
-                argv += ["--bind", str(mount.source), target]
-            else:
-                argv += ["--bind", merged[target], target]
-        argv += ["--remount-ro", "/", "--chdir", str(spec.cwd)]
+            spec.mounts,
+            spec.cwd,
+            spec.limits,
+            tuple(spec.env.items()),
+            tuple(sorted((merged or {}).items())),
+        )
         command = ["--", *spec.argv]
         if args_fd is None:
-            return argv + command, None
-        payload = b"".join(a.encode("utf-8", "surrogateescape") + b"\0" for a in argv[1:])
-        return [self.bwrap, "--args", str(args_fd), *command], payload
+            return [self.bwrap, *options[0], *command], None
+        return [self.bwrap, "--args", str(args_fd), *command], options[1]
 
     def launch(self, spec: SandboxSpec, args_fd: int) -> Launch:
         overlays = [m for m in spec.mounts if m.mode is MountMode.OVERLAY]
@@ -196,6 +161,62 @@ class BwrapBackend(Backend):
             *bwrap,
         ]
         return Launch(argv, env, payload=payload, gated=True)
+
+
+@functools.lru_cache(maxsize=256)
+def _bwrap_options(
+    bwrap: str,
+    mounts: tuple[SandboxMount, ...],
+    cwd: PurePosixPath,
+    limits: Limits,
+    extra_env: tuple[tuple[str, str], ...],
+    merged_items: tuple[tuple[str, str], ...],
+) -> tuple[tuple[str, ...], bytes]:
+    """bwrap's options (and their ``--args`` encoding), the same for every command of
+    one scope: built once per scope, not per command."""
+    merged = dict(merged_items)
+    env = {"PATH": DEFAULT_PATH, "HOME": str(cwd), "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
+    env.update(extra_env)
+    argv = [
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--uid",
+        _SANDBOX_UID,
+        "--gid",
+        _SANDBOX_UID,
+        "--cap-drop",
+        "ALL",
+        "--hostname",
+        "sandbox",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+    ]
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    argv += ["--ro-bind", "/usr", "/usr"]
+    for source, target in _SYSTEM_LINKS:
+        argv += ["--symlink", source, target]
+    if os.path.isdir("/usr/lib64"):
+        argv += ["--symlink", "usr/lib64", "/lib64"]
+    for path in _ETC_FILES:
+        argv += ["--ro-bind-try", path, path]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += ["--size", str(limits.tmp_size), "--tmpfs", "/dev/shm"]
+    argv += ["--remount-ro", "/dev"]
+    argv += ["--size", str(limits.tmp_size), "--tmpfs", "/tmp"]
+    for mount in sorted(mounts, key=lambda m: len(m.target.parts)):
+        target = str(mount.target)
+        if mount.mode is MountMode.RO:
+            argv += ["--ro-bind", str(mount.source), target]
+        elif mount.mode is MountMode.RW:
+            argv += ["--bind", str(mount.source), target]
+        else:
+            argv += ["--bind", merged[target], target]
+    argv += ["--remount-ro", "/", "--chdir", str(cwd)]
+    payload = b"".join(a.encode("utf-8", "surrogateescape") + b"\0" for a in argv)
+    return tuple(argv), payload
 
 
 @functools.cache

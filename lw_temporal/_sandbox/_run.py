@@ -83,8 +83,6 @@ class RunOutcome:
     exit_code: int
     timed_out: bool
     duration: float
-    #: The sandboxes' pids cgroup refused a fork during this command (maybe another's).
-    pids_limited: bool = False
 
 
 @functools.cache
@@ -148,15 +146,6 @@ class _Spawner:
             assert self.cgroup is not None
             self.executor.shutdown(wait=True)
             self.cgroup.rmdir()
-
-    def events(self) -> int:
-        if self.cgroup is None:
-            return 0
-        try:
-            text = (self.cgroup / "pids.events").read_text()
-        except OSError:
-            return 0
-        return sum(int(line.split()[-1]) for line in text.splitlines() if line.strip())
 
     async def popen(
         self, launch: Launch, args_fd: int, limits: Limits, payload_fd: int
@@ -283,7 +272,6 @@ async def run_sandboxed(
     """
     loop = asyncio.get_running_loop()
     spawner = _Spawner.get(spec.limits.pids) if use_pids_cgroup else None
-    events_before = spawner.events() if spawner else 0
     started = time.monotonic()
     args_read, args_write = os.pipe()
     try:
@@ -304,7 +292,6 @@ async def run_sandboxed(
     proc.stderr.close()
     drained = asyncio.gather(*(r.done for r in readers))
     timed_out = False
-    limited = False
 
     async def kill() -> None:
         # SIGTERM first: a launcher that outlives its command (Landlock) kills every
@@ -347,7 +334,6 @@ async def run_sandboxed(
             reader.close()
         stdout.close()
         stderr.close()
-        limited = spawner is not None and spawner.events() > events_before
     duration = time.monotonic() - started
     code = proc.returncode if proc.returncode is not None else -1
     if code < 0:  # killed by a signal: report it the way a shell does
@@ -356,5 +342,4 @@ async def run_sandboxed(
         exit_code=code,
         timed_out=timed_out,
         duration=duration,
-        pids_limited=limited,
     )
