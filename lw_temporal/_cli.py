@@ -167,6 +167,19 @@ def _failed(what: str, err: Exception) -> int:
     return 1
 
 
+def _then_exit(handler: Handler) -> Handler:
+    """Exit straight after a short-lived client command: the SDK's native threads can
+    crash CPython's teardown of a finished process (temporalio/sdk-python#300)."""
+
+    async def run(args: argparse.Namespace) -> int:
+        code = await handler(args)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+    return run
+
+
 def _add_dream(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dream = sub.add_parser("dream", help="schedule, list and review dreaming (lw.Dreaming)")
     verbs = dream.add_subparsers(dest="dream_command", required=True)
@@ -216,7 +229,7 @@ def _add_dream(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         )
         return 0
 
-    schedule.set_defaults(handler=do_schedule)
+    schedule.set_defaults(handler=_then_exit(do_schedule))
 
     listing = verbs.add_parser("list", help="dreams waiting for review (or all with --all)")
     listing.add_argument("--all", action="store_true", help="include finished dreams")
@@ -246,7 +259,7 @@ def _add_dream(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                 print(f"    decided by {state.decision.who}: {state.decision.why}")
         return 0
 
-    listing.set_defaults(handler=do_list)
+    listing.set_defaults(handler=_then_exit(do_list))
 
     for verb, help_text in (
         ("approve", "promote a dream's notes into its target's memory"),
@@ -257,7 +270,7 @@ def _add_dream(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         decide.add_argument("--by", default=None, help="who decides (default: your user name)")
         decide.add_argument("--why", default="", help="the reason, kept in the audit log")
         _add_connection(decide)
-        decide.set_defaults(handler=_decide_handler(verb))
+        decide.set_defaults(handler=_then_exit(_decide_handler(verb)))
 
 
 def _decide_handler(verb: str) -> Handler:
@@ -355,7 +368,7 @@ def _add_gc(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         )
         return 1 if report.skipped else 0
 
-    gc.set_defaults(handler=handler)
+    gc.set_defaults(handler=_then_exit(handler))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -63,7 +63,9 @@ with workflow.unsafe.imports_passed_through():
         SchedulePolicy,
         ScheduleSpec,
         WorkflowExecutionStatus,
+        WorkflowQueryFailedError,
     )
+    from temporalio.service import RPCError
 
     from ._config import LwConfig
     from ._memory import ABSENT, AuditEntry, MemoryStores, Provenance
@@ -169,6 +171,8 @@ class DreamStatus(StrEnum):
     REJECTED = "rejected"
     TIMED_OUT = "timed-out"
     NOTHING_NEW = "nothing-new"
+    #: Listing only: the dream runs but no worker answered its state query.
+    UNREACHABLE = "unreachable"
 
 
 class DreamState(_Model):
@@ -1164,7 +1168,12 @@ async def schedule_dreaming(
     )
 
 
-async def list_dreams(client: Client, *, running_only: bool = True) -> list[DreamState]:
+async def list_dreams(
+    client: Client,
+    *,
+    running_only: bool = True,
+    query_timeout: timedelta = timedelta(seconds=10),
+) -> list[DreamState]:
     """The dreams known to visibility, with their live state where they still run."""
     query = f"WorkflowType = '{DREAMING_WORKFLOW}'"
     if running_only:
@@ -1173,7 +1182,20 @@ async def list_dreams(client: Client, *, running_only: bool = True) -> list[Drea
     async for execution in client.list_workflows(query):
         handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
         if execution.status is WorkflowExecutionStatus.RUNNING:
-            states.append(await handle.query(QUERY_STATE, result_type=DreamState))
+            try:
+                state: DreamState = await handle.query(
+                    QUERY_STATE, result_type=DreamState, rpc_timeout=query_timeout
+                )
+            except (RPCError, WorkflowQueryFailedError):
+                # No worker polls its task queue (or it is busy): list it all the same.
+                try:
+                    target = parse_workflow_id(execution.id).definition_id or ""
+                except InvalidWorkflowId:
+                    target = ""
+                state = DreamState(
+                    workflow_id=execution.id, target=target, status=DreamStatus.UNREACHABLE
+                )
+            states.append(state)
             continue
         try:
             result = await client.get_workflow_handle(

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from temporalio import activity, workflow
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import RetryPolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -269,6 +269,8 @@ async def test_extraction_reads_commands_failures_memory_and_steps_of_target_run
         handle = await start_dream(client, task_queue, target, batch_size=1)
         state = await wait_for_status(handle, DreamStatus.AWAITING_APPROVAL)
         await handle.cancel()
+        with suppress(WorkflowFailureError):
+            await handle.result()  # closed before its worker goes
 
     assert state.runs == 2
     records = {r.workflow_id: r for r in read_records(data_dir, handle.id)}

@@ -1,0 +1,32 @@
+"""``list_dreams`` shows every running dream, including one no worker answers for,
+instead of failing the whole listing."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from temporalio.testing import WorkflowEnvironment
+
+from lw_temporal._dreaming import DreamInput, DreamStatus, list_dreams
+
+from .test_dreaming_extraction import raw_client, unique_definition
+
+
+async def test_listing_survives_a_dream_without_a_worker(
+    dev_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    target = unique_definition("listed")
+    orphan_id = f"dream_{target}@{uuid.uuid4().hex[:8]}"
+    client = raw_client(dev_env)
+    orphan = await client.start_workflow(
+        "lw.Dreaming", DreamInput(target=target), id=orphan_id, task_queue=f"{task_queue}-nobody"
+    )
+    try:
+        listed = {
+            s.workflow_id: s for s in await list_dreams(client, query_timeout=timedelta(seconds=2))
+        }
+    finally:
+        await orphan.terminate()
+    assert listed[orphan_id].status is DreamStatus.UNREACHABLE
+    assert listed[orphan_id].target == target
