@@ -163,6 +163,15 @@ ATTEMPTS: list[Attempt] = [
         lambda w: "mv /mnt/memory/org/policy.md x 2>&1 || t=/mnt/memory/org; mv $t/policy.md y",
         None,
     ),
+    # the worker saves long output into the own scratch: a planted symlink must not
+    # redirect that write (done as the worker, outside any sandbox)
+    (
+        "output-folder-symlink",
+        lambda w: (
+            f't={w.canary}; rm -rf .bash-output; ln -s "$t" .bash-output; head -c 200000 /dev/zero'
+        ),
+        None,
+    ),
     # /proc magic links
     (
         "proc-root",

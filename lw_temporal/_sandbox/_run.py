@@ -32,6 +32,30 @@ from ._spec import Limits, SandboxSpec
 _CHUNK = 1 << 16
 
 
+def _create_beside_agent(path: Path) -> IO[bytes]:
+    """Create ``path`` in a folder the sandboxed command can write, as the worker,
+    without following any symlink the command planted there (the folder itself or
+    the file): otherwise the worker would write wherever the agent points it."""
+    folder = path.parent
+    try:
+        folder.mkdir(exist_ok=False)
+    except FileExistsError:
+        if folder.is_symlink() or not folder.is_dir():
+            folder.unlink()
+            folder.mkdir()
+    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        fd = os.open(
+            path.name,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o644,
+            dir_fd=dir_fd,
+        )
+    finally:
+        os.close(dir_fd)
+    return os.fdopen(fd, "wb")
+
+
 class OutputSink:
     """Keeps ``cap`` bytes for the result; spills everything (to ``save_cap``) to
     ``path`` once the stream outgrows the cap."""
@@ -59,8 +83,7 @@ class OutputSink:
             self.head += data
             return
         if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, "wb")  # noqa: SIM115 - closed in close()
+            self._file = _create_beside_agent(self.path)
             self._save(bytes(self.head))
             room = self.cap - len(self.head)
             self.head += data[: max(room, 0)]
