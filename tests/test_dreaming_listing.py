@@ -3,12 +3,13 @@ instead of failing the whole listing."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import timedelta
 
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal._dreaming import DreamInput, DreamStatus, list_dreams
+from lw_temporal._dreaming import DreamInput, DreamState, DreamStatus, list_dreams
 
 from .test_dreaming_extraction import raw_client, unique_definition
 
@@ -23,9 +24,15 @@ async def test_listing_survives_a_dream_without_a_worker(
         "lw.Dreaming", DreamInput(target=target), id=orphan_id, task_queue=f"{task_queue}-nobody"
     )
     try:
-        listed = {
-            s.workflow_id: s for s in await list_dreams(client, query_timeout=timedelta(seconds=2))
-        }
+
+        async def listed_with_orphan() -> dict[str, DreamState]:
+            while True:  # visibility lags a moment behind the start
+                states = await list_dreams(client, query_timeout=timedelta(seconds=2))
+                if any(s.workflow_id == orphan_id for s in states):
+                    return {s.workflow_id: s for s in states}
+                await asyncio.sleep(0.2)
+
+        listed = await asyncio.wait_for(listed_with_orphan(), 120)
     finally:
         await orphan.terminate()
     assert listed[orphan_id].status is DreamStatus.UNREACHABLE

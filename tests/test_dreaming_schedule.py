@@ -116,9 +116,13 @@ async def test_scheduled_dream_then_cli_approve_and_reject(
             assert "## Lessons" in note and "## Commands that worked" in note
             assert "Consolidated from" in note
 
-            code, out, err = await cli(dev_env, "dream", "list")
-            assert code == 0, err
-            assert first_id in out and "awaiting-approval" in out
+            for _ in range(60):  # visibility may lag a moment behind the start
+                code, out, err = await cli(dev_env, "dream", "list")
+                assert code == 0, err
+                if first_id in out:
+                    break
+                await asyncio.sleep(0.5)
+            assert f"{first_id}  awaiting-approval  target={TARGET}" in out
 
             code, out, err = await cli(
                 dev_env, "dream", "approve", first_id, "--by", "carol", "--why", "useful"
