@@ -345,8 +345,10 @@ class _Agent:
         workflow.upsert_search_attributes(updates)
 
     # -- the loop -----------------------------------------------------------------
-    async def _loop(self, agent_input: AgentInput | None) -> AgentResult:
-        agent_input = agent_input or AgentInput()
+    async def _loop(self, given: AgentInput | str | None) -> AgentResult:
+        # A plain string is the task, so `execute_workflow("lw.Planner", "Review X")`
+        # works as one would expect.
+        agent_input = AgentInput(task=given) if isinstance(given, str) else given or AgentInput()
         self._run_id = self._check_identity()
         self._state = agent_input.state or AgentState(local_model=agent_input.local_model)
         self._label_self()
@@ -616,7 +618,7 @@ class Orchestrator(_Agent):
     role = Role.ORCHESTRATOR
 
     @workflow.run
-    async def run(self, agent_input: AgentInput | None = None) -> AgentResult:
+    async def run(self, agent_input: AgentInput | str | None = None) -> AgentResult:
         return await self._loop(agent_input)
 
 
@@ -627,7 +629,7 @@ class Planner(_Agent):
     role = Role.PLANNER
 
     @workflow.run
-    async def run(self, agent_input: AgentInput | None = None) -> AgentResult:
+    async def run(self, agent_input: AgentInput | str | None = None) -> AgentResult:
         return await self._loop(agent_input)
 
 
@@ -638,7 +640,7 @@ class Worker(_Agent):
     role = Role.WORKER
 
     @workflow.run
-    async def run(self, agent_input: AgentInput | None = None) -> AgentResult:
+    async def run(self, agent_input: AgentInput | str | None = None) -> AgentResult:
         return await self._loop(agent_input)
 
 

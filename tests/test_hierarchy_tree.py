@@ -3,9 +3,11 @@ deterministic IDs that are the run layout, labelled for the Temporal UI."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import MemoryConfig, Role, WorkflowDefinition
@@ -154,3 +156,28 @@ async def test_a_reply_without_tool_calls_ends_the_run_with_its_text(
             result_type=AgentResult,
         )
     assert (result.summary, result.turns) == ("nothing left to do", 1)
+
+
+async def test_a_plain_string_input_is_the_task(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    run = f"run_alpha@{task_queue}"
+    async with lw_worker(dev_env, data_dir, task_queue, [ALPHA, BETA], MODEL) as client:
+        await client.execute_workflow("lw.Planner", "review X", id=run, task_queue=task_queue)
+        step = await client.get_workflow_handle(
+            f"{run}/steps/step_1", result_type=AgentResult
+        ).result()
+    # The planner got "review X"; its script hands each step its own task.
+    assert step.summary == "did a0"
+    history_input = await _first_model_task(client, run)
+    assert history_input == "review X"
+
+
+async def _first_model_task(client: Client, workflow_id: str) -> str:
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            payload = event.activity_task_scheduled_event_attributes.input.payloads[0]
+            task: str = json.loads(payload.data)["task"]
+            return task
+    raise AssertionError("no model call")
