@@ -261,11 +261,14 @@ class BashActivities:
             refused: list[str] = []
             if staged and outcome.timed_out:
                 refused.append("memory changes discarded: the command timed out")
-            elif staged:
+            elif any(_changed(folder) for _, folder in staged):
                 changes, refused = await asyncio.to_thread(self._commit, scope, staged)
         finally:
             for _, folder in staged:
-                await asyncio.to_thread(shutil.rmtree, folder, True)
+                if _changed(folder):
+                    await asyncio.to_thread(shutil.rmtree, folder, True)
+                else:  # nothing written: three empty folders, not worth a thread
+                    shutil.rmtree(folder, True)
             if private is not None:
                 await asyncio.to_thread(shutil.rmtree, private, True)
         text_out = _unview(decode_output(bytes(stdout.head)), path_map)
@@ -330,6 +333,15 @@ class BashActivities:
             ]
             refused += [f"{mount.virtual}/{path}: {reason}" for path, reason in outcome.refused]
         return changes, refused
+
+
+def _changed(staging: Path) -> bool:
+    """Whether the command wrote anything through this overlay."""
+    try:
+        with os.scandir(staging / "upper") as entries:
+            return next(entries, None) is not None
+    except OSError:
+        return False
 
 
 def _unview(text: str, path_map: list[tuple[str, str]]) -> str:
