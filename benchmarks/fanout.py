@@ -8,6 +8,10 @@ workflows whose leaves run the same command through a plain subprocess activity.
 run on the same dev server and worker process, alternately, in the same run; the
 printed ratio is lw leaves per second over bare leaves per second.
 
+The lw tree runs twice per round: "lw" calls the model as a regular activity (what a
+remote LLM gets), "lw-local-model" as a local activity (the plugin's default for the
+in-process ``ScriptedModel``).
+
     python benchmarks/fanout.py [--rounds 3] [--width 10]
 """
 

@@ -289,11 +289,21 @@ def tool(name: str, /, **arguments: Any) -> ToolCall:
     return ToolCall(name=name, arguments=arguments)
 
 
+def prefers_local_activity(model: Model | None) -> bool:
+    """Whether ``model`` answers in-process in milliseconds (a class attribute
+    ``local_activity = True``), so a local activity suits it better than a task-queue
+    round trip; a remote LLM says nothing and gets a regular activity."""
+    return bool(getattr(model, "local_activity", False))
+
+
 class ScriptedModel:
     """Plays a fixed script per (definition id, role): turn ``n`` of the agent gets the
     script's ``n``-th entry, a list of tool calls or a function of the request (so a
     worker's commands can depend on its task). The orchestrator's key is
     ``(None, Role.ORCHESTRATOR)``. A script that runs out finishes the agent."""
+
+    #: Answers in-process at once: by default the plugin calls it as a local activity.
+    local_activity = True
 
     def __init__(self, scripts: Mapping[ScriptKey, Sequence[ScriptTurn]]) -> None:
         self.scripts = dict(scripts)

@@ -23,7 +23,13 @@ from ._definitions import MemoryQuota, WorkflowDefinition
 from ._dreaming import Consolidator, DreamingActivities, DreamingWorkflow
 from ._memory import MemoryActivities, MemoryStores
 from ._memory._capture import bash_committer
-from ._model import ORCHESTRATOR_MAX_TURNS, MissingModel, Model, ModelActivities
+from ._model import (
+    ORCHESTRATOR_MAX_TURNS,
+    MissingModel,
+    Model,
+    ModelActivities,
+    prefers_local_activity,
+)
 from ._retention import RetentionActivities, ScratchRetentionWorkflow
 from ._sandbox import Limits
 from ._scan import Scanner
@@ -62,7 +68,9 @@ class LittleWorkflowPlugin(SimplePlugin):
             themselves by them (upserting unregistered ones would fail their tasks).
         model_local_activity: call the model as a local activity (no task-queue round
             trip per turn) once a run has learned this setting from its first turn or
-            its parent. For fast, local models; every worker must then have ``model``.
+            its parent; every worker must then have ``model``. ``None`` (default) asks
+            the model: ``ScriptedModel`` says yes, a remote LLM client says nothing
+            and gets regular activities (retried and timed out on their own).
         orchestrator_instructions: the orchestrator's system instructions.
         orchestrator_max_turns: the orchestrator's turn budget.
         scanner: checks every content written to memory (activities and bash
@@ -86,7 +94,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         *,
         model: Model | None = None,
         search_attributes_registered: bool = False,
-        model_local_activity: bool = False,
+        model_local_activity: bool | None = None,
         orchestrator_instructions: str = "",
         orchestrator_max_turns: int = ORCHESTRATOR_MAX_TURNS,
         scanner: Scanner | None = None,
@@ -115,7 +123,11 @@ class LittleWorkflowPlugin(SimplePlugin):
             self.config,
             model or MissingModel(),
             index_search_attributes=search_attributes_registered,
-            local_activity=model_local_activity,
+            local_activity=(
+                prefers_local_activity(model)
+                if model_local_activity is None
+                else model_local_activity
+            ),
             orchestrator_instructions=orchestrator_instructions,
             orchestrator_max_turns=orchestrator_max_turns,
         )
