@@ -4,13 +4,14 @@ activities: nothing below a cancelled run keeps working."""
 from __future__ import annotations
 
 import asyncio
+import random
 from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import Role, WorkflowDefinition
+from lw_temporal import DataLayout, Role, RunId, WorkflowDefinition
 from lw_temporal._model import ModelRequest, ModelResponse, ScriptedModel, tool
 from lw_temporal._workflows import AgentInput
 
@@ -62,3 +63,53 @@ async def test_cancelling_the_pipeline_cancels_the_whole_tree(
         for workflow_id in (pipeline, planner, f"{planner}/steps/step_1"):
             description = await client.get_workflow_handle(workflow_id).describe()
             assert description.status == WorkflowExecutionStatus.CANCELED, workflow_id
+
+
+def _processes_with(argv: bytes) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if argv in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+async def test_cancelling_the_pipeline_kills_a_running_sandboxed_command(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    seconds = f"300.{random.randrange(10**6):06d}"  # a unique, findable argv
+    model = ScriptedModel(
+        {
+            (None, Role.ORCHESTRATOR): [[tool("plan_workflow", workflow="alpha")]],
+            ("alpha", Role.PLANNER): [[tool("run_step", task="x")]],
+            ("alpha", Role.WORKER): [
+                [tool("bash", command=f"touch /mnt/scratch/own/started; sleep {seconds}")]
+            ],
+        }
+    )
+    pipeline = RunId.orchestrator(task_queue)
+    step = pipeline.sub_run("alpha", "1").step_run("1")
+    started = DataLayout.at(data_dir).scratch(step) / "started"
+    argv = f"sleep\0{seconds}".encode()
+    async with lw_worker(dev_env, data_dir, task_queue, [ALPHA], model) as client:
+        handle = await client.start_workflow(
+            "lw.Orchestrator", AgentInput(), id=str(pipeline), task_queue=task_queue
+        )
+        for _ in range(1200):
+            if started.exists() and _processes_with(argv):
+                break
+            await asyncio.sleep(0.1)
+        assert _processes_with(argv), "the command never started"
+        await handle.cancel()
+        with pytest.raises(WorkflowFailureError):
+            await asyncio.wait_for(handle.result(), timeout=120)
+        for _ in range(600):
+            if not _processes_with(argv):
+                break
+            await asyncio.sleep(0.1)
+        assert not _processes_with(argv), "the sandboxed command outlived its cancelled run"
+        description = await client.get_workflow_handle(str(step)).describe()
+        assert description.status == WorkflowExecutionStatus.CANCELED
