@@ -175,7 +175,9 @@ TOOL_SPECS: dict[str, ToolSpec] = {
         ToolSpec(
             name="plan_workflow",
             description=(
-                "Start a planner sub-run of a registered workflow and wait for its summary."
+                "Start a planner sub-run of a registered workflow and wait for its summary. "
+                "Keep the task short: put context in /mnt/scratch/own/, which the planner "
+                "reads under /mnt/scratch/from-orchestrator/."
             ),
             parameters=_schema(["workflow"], workflow=_STR, task=_STR),
         ),
@@ -183,7 +185,8 @@ TOOL_SPECS: dict[str, ToolSpec] = {
             name="run_step",
             description=(
                 "Start a worker step with a task; several run_step calls in one turn run "
-                "in parallel. Returns the step's summary."
+                "in parallel. Returns the step's summary. Keep the task short: put the "
+                "plan in /mnt/scratch/own/, which steps read under /mnt/scratch/from-planner/."
             ),
             parameters=_schema(["task"], task=_STR),
         ),

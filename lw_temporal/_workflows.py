@@ -66,6 +66,9 @@ MODEL_TEXT_CAP = 2048
 #: re-sends the window to the model, so this (not TOOL_TEXT_CAP) is what a long
 #: output costs the history on each later turn; the full text stays behind ``ref``.
 OLDER_TEXT_CAP = 160
+#: UTF-8 bytes of a run's task (sent to the model each turn); longer context is meant
+#: to travel as files in scratch, which children read through their mounts.
+TASK_CAP = 16 * 1024
 #: Default command timeout when the model gives none (lw.bash enforces its own too).
 BASH_DEFAULT_TIMEOUT = 600.0
 
@@ -349,6 +352,8 @@ class _Agent:
         # A plain string is the task, so `execute_workflow("lw.Planner", "Review X")`
         # works as one would expect.
         agent_input = AgentInput(task=given) if isinstance(given, str) else given or AgentInput()
+        # Every turn re-sends the task: long context belongs in scratch files.
+        agent_input.task = clip(agent_input.task, TASK_CAP)
         self._run_id = self._check_identity()
         self._state = agent_input.state or AgentState(local_model=agent_input.local_model)
         self._label_self()
@@ -485,7 +490,8 @@ class _Agent:
 
         try:
             if call.name == "bash":
-                return await self._bash(call, entry)
+                text, ok, ref = await self._bash(call)
+                return entry(text, ok, ref)
             activity_name = _MEMORY_TOOLS.get(call.name)
             if activity_name is None:
                 allowed = [
@@ -519,12 +525,17 @@ class _Agent:
                 raise
             return entry(clip(_failure_text(err), TOOL_TEXT_CAP), ok=False)
 
-    async def _bash(self, call: ToolCall, entry: Any) -> TranscriptEntry:
+    async def _bash(self, call: ToolCall) -> tuple[str, bool, str | None]:
+        """Run ``lw.bash``; return the transcript text, success, and the saved output."""
         command = call.arguments.get("command")
         if not isinstance(command, str):
-            return entry("bash needs a 'command' string argument", ok=False)  # type: ignore[no-any-return]
+            return "bash needs a 'command' string argument", False, None
         raw_timeout = call.arguments.get("timeout_seconds")
-        timeout = float(raw_timeout) if isinstance(raw_timeout, int | float) else None
+        timeout = (
+            float(raw_timeout)
+            if isinstance(raw_timeout, int | float) and 0 < raw_timeout < float("inf")
+            else None
+        )
         result: dict[str, Any] = await workflow.execute_activity(
             "lw.bash",
             {"command": command, "timeout_seconds": timeout},
@@ -534,8 +545,7 @@ class _Agent:
             retry_policy=_RETRY,
         )
         text, ref = _render_bash(result)
-        ok = result.get("exit_code") == 0 and not result.get("rejection")
-        return entry(text, ok=ok, ref=ref)  # type: ignore[no-any-return]
+        return text, result.get("exit_code") == 0 and not result.get("rejection"), ref
 
     def _start_children(
         self, calls: Sequence[ToolCall], turn: int
@@ -573,7 +583,7 @@ class _Agent:
         if isinstance(child_id, str):
             return entry(child_id, ok=False)
         state = self._state
-        task = str(call.arguments.get("task", ""))
+        task = clip(str(call.arguments.get("task", "")), TASK_CAP)
         child_type = child_id.workflow_type
         child_role = child_id.role
         try:
