@@ -16,6 +16,7 @@ from lw_temporal._workflows import (
     DEFINITION_KEY,
     PROGRESS_QUERY,
     ROLE_KEY,
+    TASK_CAP,
     AgentInput,
     AgentResult,
     Progress,
@@ -181,3 +182,15 @@ async def _first_model_task(client: Client, workflow_id: str) -> str:
             task: str = json.loads(payload.data)["task"]
             return task
     raise AssertionError("no model call")
+
+
+async def test_a_huge_task_is_capped_before_it_reaches_every_turn(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    run = f"run_alpha@{task_queue}"
+    huge = "context " * 50_000  # 400 KB, sent to the model each turn if not capped
+    async with lw_worker(dev_env, data_dir, task_queue, [ALPHA, BETA], MODEL) as client:
+        await client.execute_workflow("lw.Planner", huge, id=run, task_queue=task_queue)
+        task = await _first_model_task(client, run)
+    assert len(task.encode()) <= TASK_CAP
+    assert task.startswith("context context") and task.endswith("context ")
