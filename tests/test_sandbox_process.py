@@ -14,10 +14,14 @@ from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._sandbox import Limits
+from lw_temporal._sandbox._backends import landlock_abi
 from lw_temporal._sandbox._run import _pids_base
 from tests.bash_harness import Commands, bash_worker
 
-WORKER = "pipeline_proc/sub-runs/run_cr@1/steps/step_1"
+
+def worker_id() -> str:
+    """A fresh step ID per test, so a failed test cannot block the next one."""
+    return f"pipeline_proc-{uuid.uuid4().hex[:8]}/sub-runs/run_cr@1/steps/step_1"
 
 
 def processes_with(marker: str) -> list[int]:
@@ -26,12 +30,25 @@ def processes_with(marker: str) -> list[int]:
         if not pid.isdigit():
             continue
         try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
         if marker.encode() in cmdline:
             found.append(int(pid))
     return found
+
+
+def running_exactly(command: str) -> bool:
+    """Whether a process whose whole command line is ``command`` runs."""
+    wanted = command.replace(" ", "\0").encode() + b"\0"
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if Path(f"/proc/{pid}/cmdline").read_bytes() == wanted:
+                    return True
+            except OSError:
+                continue
+    return False
 
 
 async def wait_until(predicate: object, within: float = 60) -> bool:
@@ -43,43 +60,67 @@ async def wait_until(predicate: object, within: float = 60) -> bool:
     return bool(predicate())
 
 
-@pytest.fixture
-def plugin(data_dir: Path) -> LittleWorkflowPlugin:
+def make_plugin(data_dir: Path, sandbox: str = "bwrap") -> LittleWorkflowPlugin:
     return LittleWorkflowPlugin(
         data_dir,
         [WorkflowDefinition(id="cr")],
+        sandbox=sandbox,
         bash_output_cap=1000,
         bash_limits=Limits(file_size=1 << 20, tmp_size=8 << 20, pids=128),
     )
 
 
+BACKENDS = [
+    "bwrap",
+    pytest.param(
+        "landlock",
+        marks=pytest.mark.skipif(landlock_abi() < 6, reason="needs Landlock ABI 6+"),
+    ),
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def any_plugin(request: pytest.FixtureRequest, data_dir: Path) -> LittleWorkflowPlugin:
+    """The same behaviour is required of every kernel backend."""
+    return make_plugin(data_dir, request.param)
+
+
+@pytest.fixture
+def plugin(data_dir: Path) -> LittleWorkflowPlugin:
+    return make_plugin(data_dir)
+
+
 async def test_timeout_kills_the_whole_tree(
-    dev_env: WorkflowEnvironment, plugin: LittleWorkflowPlugin
+    dev_env: WorkflowEnvironment, any_plugin: LittleWorkflowPlugin
 ) -> None:
+    worker = worker_id()
     tag = str(9000 + uuid.uuid4().int % 900)
     command = (
         f"sleep {tag}1 & setsid sleep {tag}2 & (nohup sleep {tag}3 >/dev/null &); "
         f"sh -c 'sleep {tag}4 & wait' & sleep {tag}5"
     )
-    async with bash_worker(dev_env, plugin) as bash:
-        result = await bash.one(WORKER, command, timeout_seconds=2)
+    async with bash_worker(dev_env, any_plugin) as bash:
+        result = await bash.one(worker, command, timeout_seconds=2)
     assert result.timed_out and result.exit_code == 124
     assert "timed out" in result.stderr
     assert await wait_until(lambda: processes_with(f"sleep {tag}") == [], 30)
 
 
 async def test_cancellation_kills_the_whole_tree(
-    dev_env: WorkflowEnvironment, plugin: LittleWorkflowPlugin
+    dev_env: WorkflowEnvironment, any_plugin: LittleWorkflowPlugin
 ) -> None:
+    worker = worker_id()
     tag = str(8000 + uuid.uuid4().int % 900)
-    async with bash_worker(dev_env, plugin) as bash:
+    async with bash_worker(dev_env, any_plugin) as bash:
         handle = await bash.client.start_workflow(
             "lw.Worker",
             Commands([f"sleep {tag}1 & setsid sleep {tag}2 & sleep {tag}3"], 600),
-            id=WORKER,
+            id=worker,
             task_queue=bash.task_queue,
         )
-        assert await wait_until(lambda: len(processes_with(f"sleep {tag}")) >= 3, 60)
+        assert await wait_until(
+            lambda: all(running_exactly(f"sleep {tag}{i}") for i in (1, 2, 3)), 60
+        )
         await handle.cancel()
         with pytest.raises(WorkflowFailureError):
             await handle.result()
@@ -87,11 +128,12 @@ async def test_cancellation_kills_the_whole_tree(
 
 
 async def test_output_is_capped_saved_and_bytes_survive(
-    dev_env: WorkflowEnvironment, plugin: LittleWorkflowPlugin
+    dev_env: WorkflowEnvironment, any_plugin: LittleWorkflowPlugin
 ) -> None:
-    async with bash_worker(dev_env, plugin) as bash:
+    worker = worker_id()
+    async with bash_worker(dev_env, any_plugin) as bash:
         big, raw = await bash.run(
-            WORKER,
+            worker,
             [
                 "head -c 5000 /dev/zero | tr '\\0' a",
                 "printf 'caf\\xc3\\xa9 \\xff\\xfe'; printf '\\x80' >&2",
@@ -100,7 +142,7 @@ async def test_output_is_capped_saved_and_bytes_survive(
     assert big.stdout_truncated and not big.stderr_truncated
     assert big.stdout == "a" * 1000 and big.stdout_bytes == 5000
     assert big.stdout_ref is not None and big.stdout_ref.startswith("/mnt/scratch/own/")
-    scope = plugin.config.scope_of(WORKER, "lw.Worker")
+    scope = any_plugin.config.scope_of(worker, "lw.Worker")
     saved = scope.to_real(big.stdout_ref)
     assert saved is not None and saved.read_bytes() == b"a" * 5000
     assert raw.stdout == "café \\xff\\xfe" and raw.stderr == "\\x80"
@@ -110,9 +152,10 @@ async def test_output_is_capped_saved_and_bytes_survive(
 async def test_file_size_and_tmp_limits_hold(
     dev_env: WorkflowEnvironment, plugin: LittleWorkflowPlugin
 ) -> None:
+    worker = worker_id()
     async with bash_worker(dev_env, plugin) as bash:
         yes, tmp = await bash.run(
-            WORKER,
+            worker,
             [
                 "yes > big.txt",
                 "for i in $(seq 40); do head -c 500000 /dev/zero > /tmp/f$i || exit 7; done",
@@ -120,7 +163,7 @@ async def test_file_size_and_tmp_limits_hold(
             timeout_seconds=60,
         )
     assert yes.exit_code != 0 and not yes.timed_out
-    scope = plugin.config.scope_of(WORKER, "lw.Worker")
+    scope = plugin.config.scope_of(worker, "lw.Worker")
     assert (scope.own_scratch / "big.txt").stat().st_size <= 1 << 20
     assert tmp.exit_code == 7 and "No space left" in tmp.stderr
 
@@ -129,9 +172,10 @@ async def test_file_size_and_tmp_limits_hold(
 async def test_fork_bomb_is_contained(
     dev_env: WorkflowEnvironment, plugin: LittleWorkflowPlugin
 ) -> None:
+    worker = worker_id()
     async with bash_worker(dev_env, plugin) as bash:
-        bomb = await bash.one(WORKER, "b() { b | b & }; b; sleep 3", timeout_seconds=8)
-        after = await bash.one(WORKER, "echo alive")
+        bomb = await bash.one(worker, "b() { b | b & }; b; sleep 3", timeout_seconds=8)
+        after = await bash.one(worker, "echo alive")
     assert "Resource temporarily unavailable" in bomb.stderr  # the pids limit refused forks
     assert after.stdout == "alive\n"
     assert await wait_until(lambda: processes_with("b | b") == [], 30)
