@@ -196,7 +196,8 @@ class BashActivities:
     async def bash(self, request: BashRequest) -> BashResult:
         scope = self._scope()
         info = activity.info()
-        tag = f"{info.activity_id}-{info.attempt}-{uuid.uuid4().hex[:6]}"
+        safe_id = "".join(c if c.isalnum() or c in "._-" else "_" for c in info.activity_id)
+        tag = f"{safe_id[:64]}-{info.attempt}-{uuid.uuid4().hex[:6]}"
         return await self.run(scope, request, tag=tag, heartbeat=_heartbeat)
 
     async def run(

@@ -338,16 +338,18 @@ class LandlockBackend(Backend):
     What it gives: file access limited to the mounts (read-only ones without any
     write right), the system folders read-only, a private ``TMPDIR``; no TCP bind or
     connect (ABI 4+); no abstract unix sockets or signals outside the sandbox (ABI
-    6+); no new privileges; a cleared environment; every descendant killed when the
-    command ends. What it gives less than bwrap: no mount namespace, so the command's
-    literal ``/mnt/...`` words are rewritten to the real folders (``/mnt`` itself to
-    a folder of symlinks, which ``find`` does not follow without ``-L``) and real
-    paths mapped back in the output, but a path built at run time under ``/mnt`` does
-    not resolve and ``pwd -P`` shows real paths; writable memory mounts are read-only
-    (no overlay to stage writes in: use ``lw.memory.*``); no pid, ipc
-    or uts namespace (other processes are visible in ``/proc``, though not
-    signalable or traceable); UDP and pathname unix sockets are not restricted; the
-    real ``/tmp`` is not visible.
+    6+); no new privileges and no capabilities; a cleared environment; every
+    descendant killed when the command ends.
+
+    What it gives less than bwrap: no mount namespace, so the command's literal
+    ``/mnt/...`` words are rewritten to the real folders (``/mnt`` itself to a folder
+    of symlinks, which ``find`` does not follow without ``-L``) and real paths are
+    mapped back in the output, but a path built at run time under ``/mnt`` does not
+    resolve and ``pwd -P`` shows real paths; writable memory mounts are read-only (no
+    overlay to stage writes in: use ``lw.memory.*``); no pid, ipc or uts namespace
+    (other processes are visible in ``/proc``, though not signalable or traceable);
+    UDP and pathname unix sockets are not restricted; the real ``/tmp`` is not
+    visible.
     """
 
     name = "landlock"
