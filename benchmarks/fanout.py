@@ -12,7 +12,7 @@ The lw tree runs twice per round: "lw" calls the model as a regular activity (wh
 remote LLM gets), "lw-local-model" as a local activity (the plugin's default for the
 in-process ``ScriptedModel``).
 
-    python benchmarks/fanout.py [--rounds 3] [--width 10]
+    python benchmarks/fanout.py [--rounds 5] [--width 10] [--sandbox auto]
 """
 
 from __future__ import annotations
@@ -33,10 +33,17 @@ from temporalio.common import SearchAttributeKey
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from lw_temporal import LittleWorkflowPlugin, Role, WorkflowDefinition
+from lw_temporal import (
+    LittleWorkflowPlugin,
+    Role,
+    ScriptedModel,
+    ScriptKey,
+    ScriptTurn,
+    WorkflowDefinition,
+    tool,
+)
 from lw_temporal._devserver import temporal_cli_path
 from lw_temporal._ids import SEARCH_ATTRIBUTE_DEFINITION, SEARCH_ATTRIBUTE_ROLE
-from lw_temporal._model import ScriptedModel, tool
 from lw_temporal._workflows import AgentInput, AgentResult
 
 COMMAND = "echo step done"
@@ -94,21 +101,27 @@ def _definitions(width: int) -> list[WorkflowDefinition]:
 
 
 def _model(width: int) -> ScriptedModel:
-    scripts: dict[tuple[str | None, Role], list[list]] = {  # type: ignore[type-arg]
+    """One turn per agent: start every child (or run the command), then finish once
+    they are done; the transcript still records each child's summary."""
+    scripts: dict[ScriptKey, list[ScriptTurn]] = {
         (None, Role.ORCHESTRATOR): [
-            [tool("plan_workflow", workflow=f"fan{i}", task="fan out") for i in range(width)],
-            [tool("finish", summary="all done")],
+            [
+                *(tool("plan_workflow", workflow=f"fan{i}", task="fan out") for i in range(width)),
+                tool("finish", summary="all done"),
+            ]
         ]
     }
     for i in range(width):
         scripts[(f"fan{i}", Role.PLANNER)] = [
-            [tool("run_step", task=str(j)) for j in range(width)],
-            [tool("finish", summary="planned")],
+            [
+                *(tool("run_step", task=str(j)) for j in range(width)),
+                tool("finish", summary="planned"),
+            ]
         ]
         scripts[(f"fan{i}", Role.WORKER)] = [
             [tool("bash", command=COMMAND), tool("finish", summary="worked")]
         ]
-    return ScriptedModel(scripts)  # type: ignore[arg-type]
+    return ScriptedModel(scripts)
 
 
 def _server_cpu() -> float:
@@ -239,7 +252,7 @@ async def main(rounds: int, width: int, sandbox: str) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--width", type=int, default=10)
     parser.add_argument(
         "--sandbox", default="auto", help="lw.bash backend (auto, bwrap, unsandboxed-dangerous)"
