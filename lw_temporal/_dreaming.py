@@ -315,6 +315,10 @@ def _normalize(line: str) -> str:
     return _SPACE.sub(" ", _BULLET.sub("", line)).strip()
 
 
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
 def _oneline(text: str, limit: int) -> str:
     text = _SPACE.sub(" ", text).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -441,10 +445,10 @@ class DefaultConsolidator:
         ] or ["- (none recorded)"]
         lines += ["", "## Recurring failures", ""]
         lines += [
-            f"- {n} runs: {text}" for text, n in failures.top(self.shown, self.min_failure_runs)
+            f"- {_runs(n)}: {text}" for text, n in failures.top(self.shown, self.min_failure_runs)
         ] or ["- (none)"]
         lines += ["", "## Commands that worked", ""]
-        lines += [f"- {n} runs: {text}" for text, n in worked.top(self.shown)] or ["- (none)"]
+        lines += [f"- {_runs(n)}: {text}" for text, n in worked.top(self.shown)] or ["- (none)"]
         body = "\n".join(lines)
         state_json = json.dumps(state, sort_keys=True, separators=(",", ":"))
         # "--" cannot appear inside an HTML comment; escape it in the JSON.
