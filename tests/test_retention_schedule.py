@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -78,3 +79,39 @@ async def test_scheduled_retention_removes_old_scratch_and_keeps_running_runs(
     assert [(e["workflow_id"], e["actor"]) for e in entries] == [
         (old_id, f"workflow:{workflow_id}")
     ]
+
+
+async def test_cli_gc_schedule_every_creates_the_retention_schedule(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "lw_temporal._cli",
+        "gc",
+        "--data-dir",
+        str(data_dir),
+        "--retain",
+        "30d",
+        "--schedule-every",
+        "1d",
+        "--task-queue",
+        task_queue,
+        "--address",
+        dev_env.client.service_client.config.target_host,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 300)
+    assert process.returncode == 0, err.decode()
+    assert "schedule lw-scratch-retention: scratch retention 30 days" in out.decode()
+    handle = dev_env.client.get_schedule_handle("lw-scratch-retention")
+    try:
+        description = await handle.describe()
+        assert [i.every for i in description.schedule.spec.intervals] == [timedelta(days=1)]
+        action = description.schedule.action
+        assert isinstance(action, ScheduleActionStartWorkflow)
+        assert (action.workflow, action.task_queue) == ("lw.ScratchRetention", task_queue)
+        assert description.schedule.policy.overlap is ScheduleOverlapPolicy.SKIP
+    finally:
+        await handle.delete()
