@@ -76,6 +76,15 @@ def snapshot(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
+def outside_own_store(layout: DataLayout) -> dict[str, bytes]:
+    """Every memory file but dreaming's own store's."""
+    return {
+        path: data
+        for path, data in snapshot(layout.memory).items()
+        if not path.startswith("workflows/memory.dreaming/")
+    }
+
+
 async def test_scheduled_dream_then_cli_approve_and_reject(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
 ) -> None:
@@ -91,6 +100,7 @@ async def test_scheduled_dream_then_cli_approve_and_reject(
         for _ in range(2):
             await run_pipeline(client, layout, quiet, task_queue=task_queue)
         before = snapshot(target_root)
+        others_before = outside_own_store(layout)
         schedule = await schedule_dreaming(
             client,
             TARGET,
@@ -112,6 +122,7 @@ async def test_scheduled_dream_then_cli_approve_and_reject(
             state = await wait_for_status(first, DreamStatus.AWAITING_APPROVAL)
             assert state.runs >= 2
             assert snapshot(target_root) == before, "the dream did not write the target"
+            assert outside_own_store(layout) == others_before, "nor any other store"
             note = (own_root / TARGET / NOTE).read_text()
             assert "## Lessons" in note and "## Commands that worked" in note
             assert "Consolidated from" in note
