@@ -567,7 +567,7 @@ async def _extract_history(events: Sequence[Any], decode: Decode, out: _RunExtra
             attrs = getattr(event, kind)
             name, _ = scheduled.pop(attrs.scheduled_event_id, ("", None))
             if out.room():
-                message = attrs.failure.message or kind.split("_")[2].replace("-", " ")
+                message = attrs.failure.message or "failed"
                 if kind.startswith("activity_task_timed_out"):
                     message = f"timed out: {message}"
                 out.failures.append(
