@@ -113,3 +113,25 @@ async def test_cancelling_the_pipeline_kills_a_running_sandboxed_command(
         assert not _processes_with(argv), "the sandboxed command outlived its cancelled run"
         description = await client.get_workflow_handle(str(step)).describe()
         assert description.status == WorkflowExecutionStatus.CANCELED
+
+
+async def test_terminating_the_pipeline_cancels_its_children(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    """Termination runs no workflow code; the parent close policy carries it down."""
+    model = StuckWorkerModel()
+    pipeline = f"pipeline_{task_queue}"
+    async with lw_worker(dev_env, data_dir, task_queue, [ALPHA], model) as client:
+        handle = await client.start_workflow(
+            "lw.Orchestrator", AgentInput(), id=pipeline, task_queue=task_queue
+        )
+        await asyncio.wait_for(model.worker_started.wait(), timeout=120)
+        await handle.terminate("operator stopped the pipeline")
+        await asyncio.wait_for(model.worker_cancelled.wait(), timeout=120)
+        planner = f"{pipeline}/sub-runs/run_alpha@1"
+        for workflow_id in (planner, f"{planner}/steps/step_1"):
+            child = client.get_workflow_handle(workflow_id)
+            with pytest.raises(WorkflowFailureError):
+                await asyncio.wait_for(child.result(), timeout=120)
+            assert (await child.describe()).status == WorkflowExecutionStatus.CANCELED
+        assert (await handle.describe()).status == WorkflowExecutionStatus.TERMINATED
