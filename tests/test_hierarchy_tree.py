@@ -11,7 +11,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import MemoryConfig, Role, WorkflowDefinition
-from lw_temporal._model import ModelRequest, ModelResponse, ScriptedModel, tool
+from lw_temporal._model import ModelRequest, ModelResponse, ScriptedModel, ToolCall, tool
 from lw_temporal._workflows import (
     DEFINITION_KEY,
     PROGRESS_QUERY,
@@ -194,3 +194,40 @@ async def test_a_huge_task_is_capped_before_it_reaches_every_turn(
         task = await _first_model_task(client, run)
     assert len(task.encode()) <= TASK_CAP
     assert task.startswith("context context") and task.endswith("context ")
+
+
+async def test_a_bad_plan_workflow_call_is_a_tool_error_not_a_failed_pipeline(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    def report(request: ModelRequest) -> list[ToolCall]:
+        errors = [e.text for e in request.transcript if e.kind == "tool" and not e.ok]
+        return [tool("finish", summary="\n".join(errors))]
+
+    model = ScriptedModel(
+        {
+            (None, Role.ORCHESTRATOR): [
+                [
+                    tool("plan_workflow", workflow="Not An Id"),
+                    tool("plan_workflow", workflow="unregistered"),
+                    tool("run_step", task="orchestrators do not run steps"),
+                ],
+                report,
+            ]
+        }
+    )
+    pipeline = f"pipeline_{task_queue}"
+    async with lw_worker(dev_env, data_dir, task_queue, [ALPHA], model) as client:
+        result = await client.execute_workflow(
+            "lw.Orchestrator",
+            AgentInput(),
+            id=pipeline,
+            task_queue=task_queue,
+            result_type=AgentResult,
+        )
+    bad_id, unregistered, wrong_tool = result.summary.split("\n")[:3]
+    assert bad_id.startswith("cannot start plan_workflow: definition id 'Not An Id'")
+    # The ID was valid, so the child started and failed typed; the pipeline goes on.
+    assert unregistered.startswith(f"{pipeline}/sub-runs/run_unregistered@1 failed: ")
+    assert "LwUnknownDefinition" in unregistered
+    assert wrong_tool.startswith("unknown tool 'run_step' for the orchestrator")
+    assert result.children == [f"{pipeline}/sub-runs/run_unregistered@1"]
