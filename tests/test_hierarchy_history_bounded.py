@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
@@ -48,12 +49,19 @@ async def _history_bytes(client: Client, workflow_id: str) -> int:
     return description.raw_description.workflow_execution_info.history_size_bytes
 
 
+@pytest.mark.parametrize("local_model", [False, True], ids=["model-activity", "local-model"])
 async def test_a_10mb_output_adds_at_most_cap_plus_4k_per_bash_step(
-    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str, local_model: bool
 ) -> None:
     run = RunId.planner("steps", task_queue)
     async with lw_worker(
-        dev_env, data_dir, task_queue, [STEPS], MODEL, bash_output_cap=CAP
+        dev_env,
+        data_dir,
+        task_queue,
+        [STEPS],
+        MODEL,
+        bash_output_cap=CAP,
+        model_local_activity=local_model,
     ) as client:
         await client.execute_workflow(
             "lw.Planner", AgentInput(), id=str(run), task_queue=task_queue
