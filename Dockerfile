@@ -15,4 +15,4 @@ RUN pip install --no-cache-dir .
 
 VOLUME ["/var/lib/lw"]
 CMD ["lw-temporal", "worker", "--address", "temporal:7233", "--data-dir", "/var/lib/lw", \
-     "--definitions", "workflows.candidate_review:DEFINITIONS"]
+     "--definitions", "workflows.pipeline:DEFINITIONS", "--model", "workflows.pipeline:sample_model"]

@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load_object(spec: str) -> Any:
-    """Import ``module:attribute`` (e.g. ``workflows.candidate_review:DEFINITIONS``)."""
+    """Import ``module:attribute`` (e.g. ``workflows.pipeline:DEFINITIONS``)."""
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
         raise SystemExit(f"lw-temporal: {spec!r} is not of the form module:attribute")
@@ -50,8 +50,7 @@ def load_object(spec: str) -> Any:
 
 def _add_worker(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     worker = sub.add_parser("worker", help="run a Temporal worker with the lw plugin")
-    worker.add_argument("--address", default="localhost:7233", help="Temporal frontend host:port")
-    worker.add_argument("--namespace", default="default")
+    _add_connection(worker)
     worker.add_argument("--task-queue", default="lw")
     worker.add_argument("--data-dir", required=True, help="memory stores and run scratch")
     worker.add_argument(
@@ -60,10 +59,17 @@ def _add_worker(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="module:attribute naming a list of WorkflowDefinition objects",
     )
     worker.add_argument(
-        "--model", default=None, help="module:attribute naming the Model the agents use"
+        "--model",
+        default=None,
+        help="module:attribute naming the Model the agents use, or a factory returning one",
     )
     worker.add_argument(
         "--sandbox", default=None, help="sandbox backend: auto (default), bwrap or landlock"
+    )
+    worker.add_argument(
+        "--search-attributes",
+        action="store_true",
+        help="the server has the LwRole/LwDefinition keyword search attributes",
     )
 
     async def handler(args: argparse.Namespace) -> int:
@@ -72,28 +78,30 @@ def _add_worker(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
         from ._plugin import LittleWorkflowPlugin
 
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {"search_attributes_registered": args.search_attributes}
         if args.model is not None:
-            options["model"] = load_object(args.model)
+            model = load_object(args.model)
+            # A factory (class or function) is called; a ready Model is used as is.
+            options["model"] = model() if not hasattr(model, "next_turn") else model
         if args.sandbox is not None:
             options["sandbox"] = args.sandbox
         plugin = LittleWorkflowPlugin(args.data_dir, load_object(args.definitions), **options)
         client = await Client.connect(args.address, namespace=args.namespace, plugins=[plugin])
-        print(
-            f"lw-temporal worker: task queue {args.task_queue!r} on {args.address} "
-            f"(namespace {args.namespace}), data dir {plugin.data_dir}",
-            flush=True,
-        )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
         async with Worker(client, task_queue=args.task_queue):
+            print(
+                f"ready: worker on {args.address} (namespace {args.namespace}) task queue "
+                f"{args.task_queue}, data dir {plugin.data_dir}",
+                flush=True,
+            )
             await stop.wait()
         print("lw-temporal worker: stopped", flush=True)
         return 0
 
-    worker.set_defaults(handler=handler)
+    worker.set_defaults(handler=_then_exit(handler))
 
 
 def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -111,15 +119,9 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     async def handler(args: argparse.Namespace) -> int:
         from ._demo import run_demo
 
-        code = await run_demo(args)
-        # The SDK's native runtime threads can crash CPython's teardown after all work
-        # is done (temporalio/sdk-python#300), turning a finished demo into a SIGSEGV
-        # exit; the demo has shut its server and worker down, so skip the teardown.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        return await run_demo(args)
 
-    demo.set_defaults(handler=handler)
+    demo.set_defaults(handler=_then_exit(handler))
 
 
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}

@@ -1,16 +1,12 @@
 """The sample worker, with each worker step's first command slowed down and marked, so a
 test can SIGKILL the process while a sandboxed command is running:
-``python -m tests._durability_worker --address ... --data-dir ... --task-queue ...``."""
+``lw-temporal worker ... --model tests._durability_worker:slow_steps_model``."""
 
 from __future__ import annotations
-
-import asyncio
-import sys
 
 from lw_temporal import Role
 from lw_temporal._model import ModelRequest, ModelResponse, ScriptedModel, ToolCall
 from workflows.pipeline import SCRIPTS
-from workflows.worker import build_parser, serve
 
 MARKER = ".started"
 
@@ -37,5 +33,5 @@ class SlowStepsModel(ScriptedModel):
         return ModelResponse(text=response.text, tool_calls=calls)
 
 
-if __name__ == "__main__":
-    asyncio.run(serve(build_parser().parse_args(sys.argv[1:]), SlowStepsModel(SCRIPTS)))
+def slow_steps_model() -> SlowStepsModel:
+    return SlowStepsModel(SCRIPTS)

@@ -34,7 +34,12 @@ async def _start_worker(
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "tests._durability_worker",
+        "lw_temporal._cli",
+        "worker",
+        "--definitions",
+        "workflows.pipeline:DEFINITIONS",
+        "--model",
+        "tests._durability_worker:slow_steps_model",
         "--address",
         env.client.service_client.config.target_host,
         "--data-dir",
