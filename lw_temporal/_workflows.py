@@ -19,7 +19,7 @@ from collections.abc import Coroutine, Sequence
 from datetime import timedelta
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from temporalio import workflow
 from temporalio.common import (
     RetryPolicy,
@@ -48,6 +48,14 @@ from ._ids import (
     RunId,
     parse_workflow_id,
     parse_workflow_id_for_type,
+)
+from ._memory._models import (
+    MemoryAppendRequest,
+    MemoryDeleteRequest,
+    MemoryListRequest,
+    MemoryReadRequest,
+    MemoryReplaceRequest,
+    MemoryWriteRequest,
 )
 from ._model import MODEL_ACTIVITY, ModelReply, ModelTurn, ToolCall, TranscriptEntry
 
@@ -79,13 +87,16 @@ MEMO_DEFINITION = "lw.definition"
 ROLE_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_ROLE)
 DEFINITION_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_DEFINITION)
 
-_MEMORY_TOOLS = {
-    "memory_read": "lw.memory.read",
-    "memory_write": "lw.memory.write",
-    "memory_append": "lw.memory.append",
-    "memory_list": "lw.memory.list",
-    "memory_delete": "lw.memory.delete",
-    "memory_replace": "lw.memory.replace",
+# Tool name -> (activity, request model). The workflow validates a model's arguments
+# before scheduling, so a malformed call comes straight back to the model as a tool
+# error instead of failing the activity's input decoding and burning retries.
+_MEMORY_TOOLS: dict[str, tuple[str, type[BaseModel]]] = {
+    "memory_read": ("lw.memory.read", MemoryReadRequest),
+    "memory_write": ("lw.memory.write", MemoryWriteRequest),
+    "memory_append": ("lw.memory.append", MemoryAppendRequest),
+    "memory_list": ("lw.memory.list", MemoryListRequest),
+    "memory_delete": ("lw.memory.delete", MemoryDeleteRequest),
+    "memory_replace": ("lw.memory.replace", MemoryReplaceRequest),
 }
 _CHILD_TOOL = {Role.ORCHESTRATOR: "plan_workflow", Role.PLANNER: "run_step"}
 _BASH_FIELDS = ("exit_code", "stdout", "stderr", "rejection")
@@ -492,8 +503,8 @@ class _Agent:
             if call.name == "bash":
                 text, ok, ref = await self._bash(call)
                 return entry(text, ok, ref)
-            activity_name = _MEMORY_TOOLS.get(call.name)
-            if activity_name is None:
+            memory_tool = _MEMORY_TOOLS.get(call.name)
+            if memory_tool is None:
                 allowed = [
                     "bash",
                     *_MEMORY_TOOLS,
@@ -505,7 +516,14 @@ class _Agent:
                     f"available: {', '.join(allowed)}",
                     ok=False,
                 )
+            activity_name, request_model = memory_tool
             arguments = dict(call.arguments)
+            try:
+                request_model.model_validate(arguments)
+            except ValidationError as err:
+                return entry(
+                    clip(f"{call.name}: invalid arguments: {err}", TOOL_TEXT_CAP), ok=False
+                )
             # Reads and listings default to what the transcript keeps, so a store's
             # size never decides how much lands in the history.
             if call.name == "memory_read":

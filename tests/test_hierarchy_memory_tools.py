@@ -38,6 +38,8 @@ MODEL = ScriptedModel(
                 tool("memory_delete", path=f"{WF}/big.md"),
                 tool("memory_write", path="/mnt/memory/org/policy.md", content="x"),
                 tool("no_such_tool"),
+                tool("memory_write", path=f"{WF}/no-content.md"),
+                tool("memory_read", path=f"{WF}/lessons.md", colour="blue"),
             ],
             _report,
         ]
@@ -58,7 +60,7 @@ async def test_memory_tools_from_the_loop(
             result_type=AgentResult,
         )
     outcomes = result.summary.split("\n=====\n")
-    assert len(outcomes) == 10
+    assert len(outcomes) == 12
     read_small, read_big, listing = outcomes[3], outcomes[5], outcomes[6]
     assert read_small.startswith("True ") and read_small.endswith("\n1st\nsecond\n")
     # A big file is read in a bounded slice, and the model is told how to go on.
@@ -69,6 +71,21 @@ async def test_memory_tools_from_the_loop(
     # Org memory is read-only for a planner by default: a typed refusal, as text.
     assert outcomes[8].startswith("False LwMemoryReadOnly"), outcomes[8]
     assert outcomes[9].startswith("False unknown tool 'no_such_tool'"), outcomes[9]
+    # Malformed arguments are refused by the loop before any activity is scheduled.
+    assert outcomes[10].startswith("False memory_write: invalid arguments"), outcomes[10]
+    assert "content" in outcomes[10]
+    assert outcomes[11].startswith("False memory_read: invalid arguments"), outcomes[11]
+    assert "colour" in outcomes[11]
+
+    history = await client.get_workflow_handle(str(run)).fetch_history()
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    # lessons.md, big.md and the refused org write; never the malformed no-content.md
+    assert scheduled.count("lw.memory.write") == 3
+    assert scheduled.count("lw.memory.read") == 2
 
     store = DataLayout.at(data_dir).workflow_memory("notes")
     assert (store / "lessons.md").read_text() == "1st\nsecond\n"
