@@ -5,8 +5,8 @@ contents are the spec's mounts plus ``/usr``, a fresh ``/proc``, a minimal ``/de
 and a size-capped ``/tmp``; new user (no capabilities, no nested user namespaces),
 pid, ipc, uts, cgroup and network namespaces; a new session (no TIOCSTI into the
 worker's terminal); a cleared environment. Overlay mounts need a mount that bwrap 0.8
-cannot make, so an outer ``unshare --user --map-root-user --mount`` mounts them first
-in a namespace of its own, and bwrap binds the merged folders.
+cannot make, so the runner mounts them in a mount namespace that bwrap starts from
+(:mod:`._userns`), and bwrap binds the merged folders.
 
 ``unsandboxed`` runs the command directly with rlimits only; it exists for trusted
 development setups and has a name nobody enables by accident.
@@ -18,7 +18,6 @@ import ctypes
 import functools
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -27,10 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ._spec import DEFAULT_PATH, Limits, MountMode, SandboxMount, SandboxSpec
-
-#: Exit status and stderr marker of a failed overlay mount (not the command's own).
-LAUNCH_FAILED_STATUS = 125
-LAUNCH_FAILED_MARKER = "lw-sandbox: launch failed"
+from ._userns import LAUNCH_FAILED_MARKER as LAUNCH_FAILED_MARKER
+from ._userns import LAUNCH_FAILED_STATUS as LAUNCH_FAILED_STATUS
+from ._userns import Overlay
 
 _SANDBOX_UID = "1000"
 _SYSTEM_LINKS = (("usr/bin", "/bin"), ("usr/sbin", "/sbin"), ("usr/lib", "/lib"))
@@ -51,6 +49,8 @@ class Launch:
     #: The launcher waits for ``payload`` before it forks: the runner sets its rlimits
     #: first (otherwise the argv does).
     gated: bool = False
+    #: Overlays the runner mounts in the mount namespace ``argv`` starts in.
+    overlays: tuple[Overlay, ...] = ()
 
 
 def _rlimit_argv(limits: Limits) -> list[str]:
@@ -122,8 +122,8 @@ class BwrapBackend(Backend):
         if not overlays:
             argv, payload = self.bwrap_argv(spec, args_fd=args_fd)
             return Launch(argv, env, payload=payload, gated=True)
-        steps: list[str] = []
         merged: dict[str, str] = {}
+        mounts: list[Overlay] = []
         for mount in overlays:
             assert mount.staging is not None
             lower, upper = str(mount.source), str(mount.staging / "upper")
@@ -135,32 +135,10 @@ class BwrapBackend(Backend):
                         "mount options cannot carry; use a data dir without them"
                     )
             options = f"userxattr,lowerdir={lower},upperdir={upper},workdir={work}"
-            steps.append(
-                f"mount -t overlay lw-overlay -o {shlex.quote(options)} {shlex.quote(target)}"
-            )
+            mounts.append((str(mount.target), target, options))
             merged[str(mount.target)] = target
-        inner = (
-            " && ".join(steps)
-            + f' || {{ echo "{LAUNCH_FAILED_MARKER}: overlay mount" >&2;'
-            + f" exit {LAUNCH_FAILED_STATUS}; }}; "
-            + 'exec "$@"'
-        )
-        bwrap, payload = self.bwrap_argv(spec, merged=merged, args_fd=args_fd)
-        argv = [
-            "unshare",
-            "--user",
-            "--map-root-user",
-            "--mount",
-            "--propagation",
-            "private",
-            "--",
-            "/bin/sh",
-            "-c",
-            inner,
-            "sh",
-            *bwrap,
-        ]
-        return Launch(argv, env, payload=payload, gated=True)
+        argv, payload = self.bwrap_argv(spec, merged=merged, args_fd=args_fd)
+        return Launch(argv, env, payload=payload, gated=True, overlays=tuple(mounts))
 
 
 @functools.lru_cache(maxsize=256)

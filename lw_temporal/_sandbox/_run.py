@@ -1,10 +1,11 @@
 """Running one sandboxed command: output capture, timeout, cancellation, cleanup.
 
-The launcher runs as the leader of a new session, so one ``killpg`` reaches it and
-every helper between it and bwrap; bwrap's ``--die-with-parent`` and the end of the
-sandbox's pid namespace take everything inside with it. Output streams through pipes
-into bounded sinks: the first ``cap`` bytes stay in memory for the result, the whole
-stream (up to ``save_cap``) goes to a file only when it does not fit.
+The launcher (bwrap itself, or the Landlock launcher) runs as the leader of a new
+session, so one ``killpg`` reaches it and anything it left in that session; bwrap's
+``--die-with-parent`` and the end of the sandbox's pid namespace take everything
+inside with it. Output streams through pipes into bounded sinks: the first ``cap``
+bytes stay in memory for the result, the whole stream (up to ``save_cap``) goes to a
+file only when it does not fit.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, ClassVar
 
-from ._backends import Backend, Launch
+from ._backends import LAUNCH_FAILED_MARKER, LAUNCH_FAILED_STATUS, Backend, Launch
 from ._spec import Limits, SandboxSpec
+from ._userns import LaunchFailed, OverlayNamespace, ThreadMounts
 
 _CHUNK = 1 << 16
 
@@ -133,6 +135,9 @@ class _Spawner:
     bomb can slow its neighbours' forks until it is killed, never the worker, whose
     other threads stay outside. Without a writable pids hierarchy the spawner is
     still used, and only rlimits apply (RLIMIT_NPROC binds only a non-root worker).
+
+    Where the worker may (``CAP_SYS_ADMIN``), the thread also keeps a mount namespace
+    of its own, in which it mounts each command's overlays (see :mod:`._userns`).
     """
 
     _instances: ClassVar[dict[int, _Spawner]] = {}
@@ -142,6 +147,8 @@ class _Spawner:
         self.cgroup: Path | None = None
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lw-sandbox-spawn")
         self.executor.submit(self._enter_cgroup).result()
+        self.mounts: ThreadMounts | None = None
+        self._mounts_tried = False
 
     @classmethod
     def get(cls, limit: int) -> _Spawner:
@@ -175,24 +182,45 @@ class _Spawner:
     ) -> subprocess.Popen[bytes]:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self.executor, self._start, launch, args_fd, limits, payload_fd
+            self.executor, self._spawn, launch, args_fd, limits, payload_fd
         )
+
+    def _spawn(
+        self, launch: Launch, args_fd: int, limits: Limits, payload_fd: int
+    ) -> subprocess.Popen[bytes]:
+        if launch.overlays and not self._mounts_tried:  # the first overlay: on this thread
+            self._mounts_tried = True
+            self.mounts = ThreadMounts.enter()
+        return self._start(launch, args_fd, limits, payload_fd, self.mounts)
 
     @staticmethod
     def _start(
-        launch: Launch, args_fd: int, limits: Limits, payload_fd: int
+        launch: Launch,
+        args_fd: int,
+        limits: Limits,
+        payload_fd: int,
+        mounts: ThreadMounts | None = None,
     ) -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(
-            launch.argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=launch.env,
-            cwd=launch.cwd,
-            start_new_session=True,
-            close_fds=True,
-            pass_fds=(args_fd,),
-        )
+        """Start ``launch``; its overlays go into ``mounts`` (the calling thread's own
+        namespace) or, without it, into a namespace the child makes before its exec."""
+        preexec: OverlayNamespace | None = None
+        with contextlib.ExitStack() as namespace:
+            if launch.overlays and mounts is not None:
+                namespace.enter_context(mounts.mounted(launch.overlays))
+            elif launch.overlays:
+                preexec = OverlayNamespace(launch.overlays)
+            proc = subprocess.Popen(
+                launch.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=launch.env,
+                cwd=launch.cwd,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=(args_fd,),
+                preexec_fn=preexec,
+            )
         try:
             if launch.gated:
                 _set_rlimits(proc.pid, limits)
@@ -303,6 +331,14 @@ async def run_sandboxed(
             proc = await spawner.popen(launch, args_read, spec.limits, args_write)
         else:
             proc = _Spawner._start(launch, args_read, spec.limits, args_write)
+    except (LaunchFailed, subprocess.SubprocessError) as err:
+        # An overlay the spawner could not mount, or a child that failed before its
+        # exec without saying why: the same failure as one the child reports itself.
+        text = str(err) if isinstance(err, LaunchFailed) else f"{LAUNCH_FAILED_MARKER}: {err}"
+        stderr.write(f"{text}\n".encode())
+        stdout.close()
+        stderr.close()
+        return RunOutcome(LAUNCH_FAILED_STATUS, False, time.monotonic() - started)
     finally:
         os.close(args_read)
         os.close(args_write)
