@@ -6,6 +6,7 @@ report a failed mount as a launch failure without host paths."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 import threading
@@ -81,6 +82,23 @@ async def test_overlay_records_changes_and_stays_private(
     for thread in threading.enumerate():  # the spawner is back in its own namespace
         if thread.name.startswith("lw-sandbox-spawn") and thread.native_id is not None:
             assert not overlays_in(Path(f"/proc/self/task/{thread.native_id}/mountinfo"))
+
+
+@PATHS
+async def test_concurrent_commands_each_see_only_their_own_overlay(
+    tmp_path: Path, spawner_thread: bool
+) -> None:
+    folders = [tmp_path / str(i) for i in range(6)]
+    specs = [
+        overlay_spec(folder, f"sleep 0.3; echo {i} > mine.md; ls | grep -c mine")
+        for i, folder in enumerate(folders)
+    ]
+    results = await asyncio.gather(
+        *(run(folder, spec, spawner_thread) for folder, spec in zip(folders, specs, strict=True))
+    )
+    assert [(code, out) for code, out, _ in results] == [(0, b"1\n")] * 6
+    for i, folder in enumerate(folders):
+        assert (folder / "staging" / "upper" / "mine.md").read_text() == f"{i}\n"
 
 
 @PATHS
