@@ -1,10 +1,10 @@
 # The lw-temporal worker image used by docker-compose.yaml.
 FROM python:3.11-slim-bookworm
 
-# bubblewrap: the primary sandbox backend (used where the container may create user
-# namespaces); util-linux provides unshare for the overlay staging of memory writes.
+# bubblewrap: the primary sandbox backend, used where the container may create user
+# namespaces (elsewhere `--sandbox auto` falls back to Landlock).
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends bubblewrap util-linux \
+    && apt-get install -y --no-install-recommends bubblewrap \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

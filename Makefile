@@ -16,11 +16,11 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-# bubblewrap (the sandbox) and util-linux's unshare (overlay staging of memory writes).
+# bubblewrap, the sandbox behind lw.bash.
 system-deps:
-	@if ! command -v bwrap >/dev/null 2>&1 || ! command -v unshare >/dev/null 2>&1; then \
+	@if ! command -v bwrap >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap util-linux; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; \
 	  else \
 	    echo "bubblewrap is missing: run 'sudo apt-get install bubblewrap' (Debian/Ubuntu)" >&2; exit 1; \
 	  fi; \

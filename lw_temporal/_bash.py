@@ -166,6 +166,10 @@ class BashActivities:
         self.commit_staged: CommitStaged = commit_staged or apply_staged
         self._backend: Backend | None = None
         self._scopes: dict[tuple[str, str], Scope] = {}
+        # Staging folders (upper/work/merged) whose command wrote nothing are reused:
+        # creating and removing three folders per command costs about as much as the
+        # overlay mount itself.
+        self._idle_staging: list[Path] = []
 
     @property
     def callables(self) -> list[Callable[..., object]]:
@@ -248,7 +252,12 @@ class BashActivities:
             out_dir = own / OUTPUT_FOLDER
             stdout = OutputSink(self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stdout")
             stderr = OutputSink(self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stderr")
-            outcome = await run_sandboxed(backend, spec, stdout, stderr, heartbeat=heartbeat)
+            try:
+                outcome = await run_sandboxed(backend, spec, stdout, stderr, heartbeat=heartbeat)
+            except SandboxUnavailable as err:
+                raise lw_error(
+                    SANDBOX_UNAVAILABLE, f"workflow {scope.workflow_id}: lw.bash cannot run: {err}"
+                ) from None
             head_err = bytes(stderr.head)
             if outcome.exit_code == LAUNCH_FAILED_STATUS and LAUNCH_FAILED_MARKER.encode() in (
                 head_err
@@ -268,7 +277,9 @@ class BashActivities:
             for _, folder in staged:
                 if _changed(folder):
                     await asyncio.to_thread(shutil.rmtree, folder, True)
-                else:  # nothing written: three empty folders, not worth a thread
+                elif len(self._idle_staging) < _IDLE_STAGING_MAX:
+                    self._idle_staging.append(folder)
+                else:
                     shutil.rmtree(folder, True)
             if private is not None:
                 await asyncio.to_thread(shutil.rmtree, private, True)
@@ -308,13 +319,24 @@ class BashActivities:
         if mount.store is not None and mount.writable and not overlay:
             return SandboxMount(source, mount.virtual, MountMode.RO)
         if mount.store is not None and mount.writable:
-            folder = scope.layout.state / "staging" / uuid.uuid4().hex
-            for name in ("upper", "work", "merged"):
-                (folder / name).mkdir(parents=True)
+            folder = self._staging(scope)
             staged.append((mount, folder))
             return SandboxMount(source, mount.virtual, MountMode.OVERLAY, folder)
         mode = MountMode.RW if mount.writable else MountMode.RO
         return SandboxMount(source, mount.virtual, mode)
+
+    def _staging(self, scope: Scope) -> Path:
+        """An empty staging folder set: an idle one of this data dir, or a new one."""
+        root = scope.layout.state / "staging"
+        while self._idle_staging:
+            folder = self._idle_staging.pop()
+            if folder.parent == root and not _changed(folder):
+                return folder
+            shutil.rmtree(folder, True)
+        folder = root / uuid.uuid4().hex
+        for name in ("upper", "work", "merged"):
+            (folder / name).mkdir(parents=True)
+        return folder
 
     def _commit(
         self, scope: Scope, staged: list[tuple[Mount, Path]]
@@ -334,6 +356,10 @@ class BashActivities:
             ]
             refused += [f"{mount.virtual}/{path}: {reason}" for path, reason in outcome.refused]
         return changes, refused
+
+
+#: Idle staging folder sets kept for reuse (one per concurrent overlay command suffices).
+_IDLE_STAGING_MAX = 16
 
 
 def _changed(staging: Path) -> bool:

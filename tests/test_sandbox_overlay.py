@@ -6,9 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
+from lw_temporal._errors import SANDBOX_UNAVAILABLE
 from lw_temporal._sandbox import collect_changes
 from tests.bash_harness import bash_worker
 
@@ -106,3 +109,45 @@ def test_change_collection_walks_only_the_upper_dir(tmp_path: Path) -> None:
     changes, refused = collect_changes(upper, lower)
     assert [(c.path, c.kind) for c in changes] == [("note-7.md", "write")]
     assert refused == []
+
+
+async def test_idle_staging_is_reused_and_never_carries_a_change_over(
+    dev_env: WorkflowEnvironment, plugin: LittleWorkflowPlugin, store: Path
+) -> None:
+    staging = plugin.data_dir / ".lw" / "staging"
+    async with bash_worker(dev_env, plugin) as bash:
+        reads = await bash.run(PLANNER, ["cat /mnt/memory/workflow/keep.md"] * 4)
+        assert [r.stdout for r in reads] == ["keep\n"] * 4
+        # Commands that wrote nothing share one idle staging set.
+        assert len(list(staging.iterdir())) == 1
+        wrote, after, removed, last = await bash.run(
+            PLANNER,
+            [
+                "echo fresh > /mnt/memory/workflow/fresh.md",
+                "ls -A /mnt/memory/workflow",
+                "rm /mnt/memory/workflow/fresh.md",
+                "ls -A /mnt/memory/workflow",
+            ],
+        )
+    assert wrote.exit_code == 0 and wrote.memory_changes
+    assert after.stdout.split() == ["fresh.md", "gone.md", "keep.md", "old"]
+    assert removed.memory_changes and not (store / "fresh.md").exists()
+    assert last.stdout.split() == ["gone.md", "keep.md", "old"]
+    # A staging set that held changes is removed, never handed to the next command.
+    for folder in staging.iterdir():
+        assert not any((folder / "upper").iterdir())
+
+
+async def test_a_data_dir_overlay_options_cannot_carry_is_a_typed_error(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    odd = tmp_path / "data,dir"
+    odd.mkdir()
+    plugin = LittleWorkflowPlugin(odd, [WorkflowDefinition(id="cr")])
+    async with bash_worker(dev_env, plugin) as bash:
+        with pytest.raises(WorkflowFailureError) as err:
+            await bash.one(PLANNER, "true")
+    cause = err.value.cause
+    assert isinstance(cause, ActivityError) and isinstance(cause.cause, ApplicationError)
+    assert cause.cause.type == SANDBOX_UNAVAILABLE and cause.cause.non_retryable
+    assert "use a data dir without them" in str(cause.cause)
