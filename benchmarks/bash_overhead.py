@@ -85,7 +85,11 @@ async def main(rounds: int) -> None:
                     ["bash", "-c", "true"], check=True, capture_output=True
                 )
 
-            runners = {"lw.bash": lw_bash, "bare bwrap": bare_bwrap, "bash -c true": plain_bash}
+            runners: dict[str, Callable[[], Awaitable[object]]] = {
+                "lw.bash": lw_bash,
+                "bare bwrap": bare_bwrap,
+                "bash -c true": plain_bash,
+            }
             for fn in runners.values():  # warm up caches and the backend probe
                 await fn()
             samples: dict[str, list[float]] = {name: [] for name in runners}

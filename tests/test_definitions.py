@@ -25,7 +25,7 @@ def test_memory_defaults_follow_the_seeds() -> None:
 
 def test_attach_mode_other_than_ro_says_what_to_change() -> None:
     with pytest.raises(ValidationError, match="attach mode must be 'ro'"):
-        MemoryConfig(attach=[{"id": "candidate-review", "mode": "rw"}])  # type: ignore[list-item]
+        MemoryConfig(attach=[{"id": "candidate-review", "mode": "rw"}])
 
 
 @pytest.mark.parametrize("bad", ["Candidate", "", "-x", "a/b", "a" * 64, "x..y/z", "ü"])
@@ -37,7 +37,7 @@ def test_an_id_outside_the_grammar_is_refused(bad: str) -> None:
 @pytest.mark.parametrize("field", ["workflow", "org"])
 def test_access_is_rw_ro_or_none(field: str) -> None:
     with pytest.raises(ValidationError):
-        MemoryConfig(**{field: "write"})  # type: ignore[arg-type]
+        MemoryConfig(**{field: "write"})
 
 
 def test_unknown_fields_are_refused() -> None:
@@ -55,7 +55,7 @@ def test_duplicate_definition_ids_are_refused() -> None:
 def test_attaching_an_unregistered_definition_is_refused() -> None:
     scoring = WorkflowDefinition(
         id="candidate-scoring",
-        memory=MemoryConfig(attach=[{"id": "candidate-review"}]),  # type: ignore[list-item]
+        memory=MemoryConfig(attach=[{"id": "candidate-review"}]),
     )
     with pytest.raises(ValueError, match="not registered"):
         DefinitionRegistry([scoring])
@@ -63,11 +63,9 @@ def test_attaching_an_unregistered_definition_is_refused() -> None:
 
 def test_attaching_twice_or_self_is_refused() -> None:
     with pytest.raises(ValidationError, match="twice"):
-        MemoryConfig(attach=[{"id": "a"}, {"id": "a"}])  # type: ignore[list-item]
+        MemoryConfig(attach=[{"id": "a"}, {"id": "a"}])
     with pytest.raises(ValueError, match="attaches itself"):
-        DefinitionRegistry(
-            [WorkflowDefinition(id="a", memory=MemoryConfig(attach=[{"id": "a"}]))]  # type: ignore[list-item]
-        )
+        DefinitionRegistry([WorkflowDefinition(id="a", memory=MemoryConfig(attach=[{"id": "a"}]))])
 
 
 def test_the_dreaming_id_is_reserved() -> None:

@@ -11,7 +11,12 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio.client import Client, ScheduleActionStartWorkflow, ScheduleOverlapPolicy
+from temporalio.client import (
+    Client,
+    ScheduleActionExecutionStartWorkflow,
+    ScheduleActionStartWorkflow,
+    ScheduleOverlapPolicy,
+)
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -60,8 +65,10 @@ async def next_dream(client: Client, schedule_id: str, seen: set[str]) -> str:
     async def poll() -> str:
         while True:
             description = await client.get_schedule_handle(schedule_id).describe()
-            for action in description.info.recent_actions:
-                workflow_id = action.action.workflow_id
+            for recent in description.info.recent_actions:
+                action = recent.action
+                assert isinstance(action, ScheduleActionExecutionStartWorkflow)
+                workflow_id = action.workflow_id
                 if workflow_id not in seen:
                     seen.add(workflow_id)
                     return workflow_id

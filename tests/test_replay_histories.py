@@ -89,7 +89,7 @@ class TimerFirstPlanner(Planner):
     """A "harmless" edit: wait a second before the first turn, without versioning."""
 
     @workflow.run
-    async def run(self, agent_input: AgentInput | None = None) -> AgentResult:
+    async def run(self, agent_input: AgentInput | None = None) -> AgentResult:  # type: ignore[override]
         await workflow.sleep(timedelta(seconds=1))
         return await self._loop(agent_input)
 
@@ -99,7 +99,7 @@ class ZeroBasedStepsPlanner(Planner):
     """A subtler edit: number steps from 0, which changes every child workflow ID."""
 
     @workflow.run
-    async def run(self, agent_input: AgentInput | None = None) -> AgentResult:
+    async def run(self, agent_input: AgentInput | None = None) -> AgentResult:  # type: ignore[override]
         return await self._loop(agent_input)
 
     def _next_child_id(self, call: ToolCall) -> RunId | str:

@@ -11,7 +11,11 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from temporalio.client import ScheduleActionStartWorkflow, ScheduleOverlapPolicy
+from temporalio.client import (
+    ScheduleActionExecutionStartWorkflow,
+    ScheduleActionStartWorkflow,
+    ScheduleOverlapPolicy,
+)
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -61,7 +65,9 @@ async def test_scheduled_retention_removes_old_scratch_and_keeps_running_runs(
                 while True:
                     actions = (await schedule.describe()).info.recent_actions
                     if actions:
-                        return actions[0].action.workflow_id
+                        action = actions[0].action
+                        assert isinstance(action, ScheduleActionExecutionStartWorkflow)
+                        return action.workflow_id
                     await asyncio.sleep(0.2)
 
             workflow_id = await asyncio.wait_for(started(), 120)

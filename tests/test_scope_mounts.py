@@ -26,7 +26,7 @@ def registry(review: MemoryConfig | None = None) -> DefinitionRegistry:
             WorkflowDefinition(id="candidate-review", memory=review or MemoryConfig()),
             WorkflowDefinition(
                 id="candidate-scoring",
-                memory=MemoryConfig(attach=[{"id": "candidate-review"}]),  # type: ignore[list-item]
+                memory=MemoryConfig(attach=[{"id": "candidate-review"}]),
             ),
         ]
     )
@@ -121,7 +121,7 @@ def test_single_workflow_run_has_no_pipeline_or_orchestrator_mounts() -> None:
 def test_memory_config_sets_planner_modes_and_workers_only_read(
     workflow: str, org: str, planner_expect: dict[str, str], worker_expect: dict[str, str]
 ) -> None:
-    reg = registry(MemoryConfig(workflow=workflow, org=org))  # type: ignore[arg-type]
+    reg = registry(MemoryConfig(workflow=workflow, org=org))
 
     def memory_modes(s: Scope) -> dict[str, str]:
         return {

@@ -37,7 +37,6 @@ async def _roundtrip(env: WorkflowEnvironment, data_dir: Path, task_queue: str) 
             Echo(text="ab", count=2),
             id=f"smoke-{task_queue}",
             task_queue=task_queue,
-            result_type=Echo,
         )
     assert result == Echo(text="abab", count=1)
 
