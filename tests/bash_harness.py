@@ -20,7 +20,6 @@ from pathlib import Path
 from temporalio import workflow
 from temporalio.client import Client
 from temporalio.common import RetryPolicy
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -28,6 +27,8 @@ with workflow.unsafe.imports_passed_through():
     from lw_temporal import LittleWorkflowPlugin
     from lw_temporal._bash import BashRequest, BashResult
     from lw_temporal._ids import parse_workflow_id
+
+from tests.conftest import pydantic_client
 
 
 @dataclass
@@ -77,15 +78,6 @@ class BashWorker:
 TEST_WORKFLOWS = [BashOrchestrator, BashPlanner, BashWorker]
 
 
-def test_client(env: WorkflowEnvironment) -> Client:
-    """A client with the pydantic converter and without the plugin (so the worker does
-    not register the plugin's real workflows beside these)."""
-    config = env.client.config()
-    config["data_converter"] = pydantic_data_converter
-    config["plugins"] = []
-    return Client(**config)
-
-
 class BashRunner:
     def __init__(self, client: Client, task_queue: str) -> None:
         self.client = client
@@ -121,7 +113,7 @@ class BashRunner:
 async def bash_worker(
     env: WorkflowEnvironment, plugin: LittleWorkflowPlugin, task_queue: str | None = None
 ) -> AsyncIterator[BashRunner]:
-    client = test_client(env)
+    client = pydantic_client(env)
     queue = task_queue or f"bash-{uuid.uuid4().hex[:10]}"
     async with Worker(
         client,

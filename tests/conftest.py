@@ -11,6 +11,7 @@ import pytest
 import pytest_asyncio
 from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin
@@ -49,6 +50,15 @@ def plugin_client(env: WorkflowEnvironment, plugin: LittleWorkflowPlugin) -> Cli
     """A client on ``env``'s server configured by ``plugin`` (data converter etc.)."""
     config = env.client.config()
     config["plugins"] = [plugin]
+    return Client(**config)
+
+
+def pydantic_client(env: WorkflowEnvironment) -> Client:
+    """A client with the pydantic converter and without the plugin, for workers that
+    register test stand-ins under the lw workflow names instead of the real ones."""
+    config = env.client.config()
+    config["data_converter"] = pydantic_data_converter
+    config["plugins"] = []
     return Client(**config)
 
 

@@ -17,15 +17,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
-from temporalio.client import Client
 from temporalio.common import RetryPolicy
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lw_temporal import NON_RETRYABLE, LittleWorkflowPlugin, Role
 from lw_temporal._ids import WORKFLOW_TYPE_FOR_ROLE
+from tests.conftest import pydantic_client
 
 
 class Call(BaseModel):
@@ -119,7 +118,7 @@ async def memory_harness(
     """Yields ``run(workflow_id, *calls, role=..., parallel=False, max_attempts=3)``.
     Without ``with_activities`` this worker runs the workflows only, so the activities
     run on other workers (other processes) polling the same task queue."""
-    client = Client(**env.client.config() | {"data_converter": pydantic_data_converter})
+    client = pydantic_client(env)
     async with Worker(
         client,
         task_queue=task_queue,

@@ -1,248 +1,27 @@
 """Dreaming extracts tool calls, exit codes, failures, memory writes and the steps'
-work from real Temporal histories of the target's runs, and only of the target's.
-
-The planner runs here are small stand-ins registered as ``lw.Planner``/``lw.Worker``
-with grammar-conformant IDs: they execute real ``lw.bash``/``lw.memory.append``
-activities (which touch the real data dir), so their histories have the same events a
-full agent run has. Other dreaming tests import the helpers below.
-"""
+work from real Temporal histories of the target's runs, and only of the target's."""
 
 from __future__ import annotations
 
-import asyncio
-import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager, suppress
-from datetime import timedelta
+from contextlib import suppress
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel
-from temporalio import activity, workflow
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
-from temporalio.common import RetryPolicy
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
-from lw_temporal import WorkflowDefinition
-from lw_temporal._config import LwConfig
-from lw_temporal._dreaming import (
-    QUERY_STATE,
-    DreamingActivities,
-    DreamingWorkflow,
-    DreamInput,
-    DreamOptions,
-    DreamResult,
-    DreamState,
-    DreamStatus,
-    RunRecord,
+from lw_temporal._dreaming import DreamStatus
+
+from ._dreaming_support import (
+    Script,
+    Step,
+    dreaming_worker,
+    read_records,
+    run_planners,
+    start_dream,
+    unique_definition,
+    wait_for_status,
+    wait_visible,
 )
-
-
-def unique_definition(prefix: str) -> str:
-    """Tests share one server: a definition id of its own keeps a test's runs apart."""
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-class Bash(BaseModel):
-    command: str
-
-
-class BashResult(BaseModel):
-    exit_code: int
-    stdout: str = ""
-    stderr: str = ""
-    rejection: str | None = None
-
-
-class Append(BaseModel):
-    path: str
-    content: str
-
-
-class Step(BaseModel):
-    commands: list[str] = []
-
-
-class Script(BaseModel):
-    """What a stand-in planner run does: commands, lessons appended to its workflow
-    memory, its steps' commands, and whether it ends in a failure."""
-
-    commands: list[str] = []
-    lessons: list[str] = []
-    steps: list[Step] = []
-    fail: str | None = None
-
-
-class FakeTools:
-    """``lw.bash`` and ``lw.memory.append`` with the result shapes of the real ones:
-    ``exit N`` exits N, ``refuse`` is rejected, anything else exits 0."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.data_dir = data_dir
-
-    @activity.defn(name="lw.bash")
-    async def bash(self, request: Bash) -> BashResult:
-        words = request.command.split()
-        if words[:1] == ["exit"]:
-            return BashResult(exit_code=int(words[1]))
-        if words[:1] == ["refuse"]:
-            return BashResult(exit_code=126, rejection="path is outside the allowed roots")
-        return BashResult(exit_code=0, stdout="ok")
-
-    @activity.defn(name="lw.memory.append")
-    async def append(self, request: Append) -> None:
-        info = activity.info()
-        assert info.workflow_id is not None
-        definition = info.workflow_id.split("run_", 1)[1].split("@", 1)[0]
-        rel = request.path.removeprefix("/mnt/memory/workflow/")
-        target = self.data_dir / "memory" / "workflows" / definition / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with target.open("a", encoding="utf-8") as handle:
-            handle.write(request.content)
-
-    @activity.defn(name="lw.model")
-    async def model(self, reason: str) -> None:
-        raise ApplicationError(reason, non_retryable=True)
-
-
-_ONCE = RetryPolicy(maximum_attempts=1)
-
-
-@workflow.defn(name="lw.Worker")
-class FakeWorker:
-    @workflow.run
-    async def run(self, step: Step) -> None:
-        for command in step.commands:
-            await workflow.execute_activity(
-                "lw.bash",
-                Bash(command=command),
-                result_type=BashResult,
-                start_to_close_timeout=timedelta(seconds=60),
-            )
-
-
-@workflow.defn(name="lw.Planner")
-class FakePlanner:
-    @workflow.run
-    async def run(self, script: Script) -> None:
-        for command in script.commands:
-            await workflow.execute_activity(
-                "lw.bash",
-                Bash(command=command),
-                result_type=BashResult,
-                start_to_close_timeout=timedelta(seconds=60),
-            )
-        for lesson in script.lessons:
-            await workflow.execute_activity(
-                "lw.memory.append",
-                Append(path="/mnt/memory/workflow/lessons.md", content=f"- {lesson}\n"),
-                start_to_close_timeout=timedelta(seconds=60),
-            )
-        for n, step in enumerate(script.steps):
-            await workflow.execute_child_workflow(
-                "lw.Worker", step, id=f"{workflow.info().workflow_id}/steps/step_{n}"
-            )
-        if script.fail is not None:
-            with suppress(ActivityError):
-                await workflow.execute_activity(
-                    "lw.model",
-                    script.fail,
-                    start_to_close_timeout=timedelta(seconds=60),
-                    retry_policy=_ONCE,
-                )
-
-
-def raw_client(env: WorkflowEnvironment) -> Client:
-    """A client with the pydantic converter but none of the plugin's registrations."""
-    return Client(**env.client.config() | {"data_converter": pydantic_data_converter})
-
-
-@asynccontextmanager
-async def dreaming_worker(
-    env: WorkflowEnvironment,
-    data_dir: Path,
-    task_queue: str,
-    definitions: Sequence[str],
-    *,
-    extra: Sequence[Callable[..., Any]] = (),
-) -> AsyncIterator[Client]:
-    client = raw_client(env)
-    config = LwConfig.create(data_dir, [WorkflowDefinition(id=d) for d in definitions])
-    dreaming = DreamingActivities(config)
-    tools = FakeTools(data_dir)
-    async with Worker(
-        client,
-        task_queue=task_queue,
-        workflows=[DreamingWorkflow, FakePlanner, FakeWorker],
-        activities=[*dreaming.callables(), tools.bash, tools.append, tools.model, *extra],
-    ):
-        yield client
-
-
-async def run_planners(
-    client: Client, task_queue: str, definition: str, scripts: Sequence[Script]
-) -> list[str]:
-    ids: list[str] = []
-    for script in scripts:
-        workflow_id = f"run_{definition}@{uuid.uuid4().hex[:10]}"
-        await client.execute_workflow("lw.Planner", script, id=workflow_id, task_queue=task_queue)
-        ids.append(workflow_id)
-    return ids
-
-
-async def start_dream(
-    client: Client, task_queue: str, target: str, **options: Any
-) -> WorkflowHandle[Any, DreamResult]:
-    return await client.start_workflow(
-        "lw.Dreaming",
-        DreamInput(target=target, options=DreamOptions(**options)),
-        id=f"dream_{target}@{uuid.uuid4().hex[:10]}",
-        task_queue=task_queue,
-        result_type=DreamResult,
-    )
-
-
-async def wait_for_status(handle: WorkflowHandle[Any, Any], *statuses: DreamStatus) -> DreamState:
-    async def poll() -> DreamState:
-        while True:
-            state: DreamState = await handle.query(QUERY_STATE, result_type=DreamState)
-            if state.status in statuses:
-                return state
-            await asyncio.sleep(0.2)
-
-    return await asyncio.wait_for(poll(), 120)
-
-
-async def wait_visible(client: Client, workflow_ids: Sequence[str]) -> None:
-    """Visibility is eventually consistent: wait until every run is listed as closed."""
-    wanted = set(workflow_ids)
-
-    async def poll() -> None:
-        while True:
-            seen = {
-                w.id
-                async for w in client.list_workflows(
-                    "WorkflowType = 'lw.Planner' AND ExecutionStatus = 'Completed'"
-                )
-            }
-            if wanted <= seen:
-                return
-            await asyncio.sleep(0.2)
-
-    await asyncio.wait_for(poll(), 120)
-
-
-def read_records(data_dir: Path, dream_id: str) -> list[RunRecord]:
-    batches = data_dir / "runs" / dream_id / "scratch" / "dream" / "batches"
-    return [
-        RunRecord.model_validate_json(line)
-        for path in sorted(batches.glob("*.jsonl"))
-        for line in path.read_text().splitlines()
-        if line.strip()
-    ]
 
 
 async def test_extraction_reads_commands_failures_memory_and_steps_of_target_runs_only(

@@ -16,7 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from lw_temporal._dreaming import DreamInput, DreamOptions, DreamResult, DreamStatus
 from lw_temporal._errors import INVALID_REQUEST, UNKNOWN_DEFINITION
 
-from .test_dreaming_extraction import dreaming_worker, start_dream, unique_definition
+from ._dreaming_support import dreaming_worker, start_dream, unique_definition
 
 
 def _kind(err: WorkflowFailureError) -> str | None:

@@ -11,7 +11,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal._dreaming import DreamInput, DreamState, DreamStatus, list_dreams
 
-from .test_dreaming_extraction import raw_client, unique_definition
+from ._dreaming_support import unique_definition
+from .conftest import pydantic_client
 
 
 async def test_listing_survives_a_dream_without_a_worker(
@@ -19,7 +20,7 @@ async def test_listing_survives_a_dream_without_a_worker(
 ) -> None:
     target = unique_definition("listed")
     orphan_id = f"dream_{target}@{uuid.uuid4().hex[:8]}"
-    client = raw_client(dev_env)
+    client = pydantic_client(dev_env)
     orphan = await client.start_workflow(
         "lw.Dreaming", DreamInput(target=target), id=orphan_id, task_queue=f"{task_queue}-nobody"
     )

@@ -19,7 +19,7 @@ from lw_temporal._dreaming import (
     reject_dream,
 )
 
-from .test_dreaming_extraction import (
+from ._dreaming_support import (
     Script,
     Step,
     dreaming_worker,

@@ -11,7 +11,7 @@ from temporalio.worker import Replayer
 from lw_temporal import LittleWorkflowPlugin
 from lw_temporal._dreaming import DreamStatus, approve_dream, reject_dream
 
-from .test_dreaming_extraction import (
+from ._dreaming_support import (
     Script,
     dreaming_worker,
     run_planners,

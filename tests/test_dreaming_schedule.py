@@ -32,8 +32,8 @@ from lw_temporal._dreaming import (
 from lw_temporal._ids import DataLayout
 from workflows.pipeline import DEFINITIONS, sample_model
 
+from ._dreaming_support import wait_for_status
 from .conftest import plugin_client
-from .test_dreaming_extraction import wait_for_status
 
 TARGET = "candidate-review"
 NOTE = DefaultConsolidator.NOTE_PATH

@@ -23,7 +23,7 @@ from temporalio.worker import Worker
 from lw_temporal._ids import DataLayout, parse_workflow_id
 from lw_temporal._retention import RetentionPolicy, collect_garbage
 
-from .test_dreaming_extraction import raw_client
+from .conftest import pydantic_client
 
 
 @workflow.defn(name="lw.Planner")
@@ -52,7 +52,7 @@ class Runs:
 async def runs(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
 ) -> AsyncIterator[Runs]:
-    client = raw_client(dev_env)
+    client = pydantic_client(dev_env)
     token = uuid.uuid4().hex[:8]
     idle_queue = f"{task_queue}-nobody"  # no worker polls it: its workflows stay running
     done = f"run_gc@{token}-done"
