@@ -1,4 +1,5 @@
-"""The ``lw-temporal`` command line: the demo, dreaming and scratch retention.
+"""The ``lw-temporal`` command line: the demo, dreaming, scratch retention and memory
+admin.
 
 Each subcommand's work lives in the module of its concept; this module only parses
 arguments and reports errors as one clear line and a non-zero exit.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable, Coroutine, Sequence
@@ -28,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_worker(sub)
     _add_dream(sub)
     _add_gc(sub)
+    _add_memory(sub)
     return parser
 
 
@@ -371,6 +374,289 @@ def _add_gc(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         return 1 if report.skipped else 0
 
     gc.set_defaults(handler=_then_exit(handler))
+
+
+_STORE_FORMS = "workflow:<definition id>, pipeline:<pipeline key> or org"
+
+_MEMORY_HELP = """\
+Inspect and repair the memory stores of a data dir directly: no Temporal server is
+needed. STORE is workflow:<definition id>, pipeline:<pipeline key> (the 64 hex digits of
+memory/pipelines/<key>/, or a unique prefix of them) or org; PATH is relative to the
+store root (lessons.md, not /mnt/memory/workflow/lessons.md). restore and redact take the
+store's lock like a worker does, so they are safe while workers run, and they either
+apply whole (a new version and an audit line naming --by) or change nothing. restore
+checks the store's quota like a write (see --definitions); redact is not quota-checked.
+"""
+
+_QUOTA_HELP = (
+    "module:attribute naming the worker's list of WorkflowDefinition objects, so a "
+    "workflow store keeps its definition's quota; without it every store is checked "
+    "against the default MemoryQuota (64 MiB, 10000 files, 4 MiB per file)"
+)
+
+
+class _MemoryRefused(Exception):
+    """A memory admin command that cannot run as asked (nothing was changed)."""
+
+
+def _add_memory(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    memory = sub.add_parser(
+        "memory",
+        help="audit, versions, restore and redact memory stores on a data dir (no server)",
+        description=_MEMORY_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    verbs = memory.add_subparsers(dest="memory_command", required=True)
+
+    def verb(name: str, help_text: str, *, path: bool = True) -> argparse.ArgumentParser:
+        parser = verbs.add_parser(
+            name,
+            help=help_text,
+            description=f"{help_text}.\n\n{_MEMORY_HELP}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        parser.add_argument("--data-dir", required=True, help="the workers' data dir")
+        parser.add_argument("store", metavar="STORE", help=_STORE_FORMS)
+        if path:
+            parser.add_argument("path", metavar="PATH", help="a file, relative to the store root")
+        return parser
+
+    audit = verb(
+        "audit", "print a store's audit log, oldest first, one line per change", path=False
+    )
+    audit.add_argument("--path", default=None, help="only the entries of this file")
+    audit.add_argument("--limit", type=_positive_int, default=None, help="only the last N entries")
+    audit.set_defaults(handler=_memory_handler("audit", _memory_audit))
+
+    versions = verb("versions", "list the kept versions of a file, oldest first")
+    versions.set_defaults(handler=_memory_handler("versions", _memory_versions))
+
+    restore = verb("restore", "make a kept version of a file its current content again")
+    restore.add_argument(
+        "sha256", metavar="SHA256", help="the version (see versions; a unique prefix will do)"
+    )
+    restore.add_argument("--by", required=True, help="who restores (kept in the audit log)")
+    restore.add_argument("--definitions", default=None, help=_QUOTA_HELP)
+    restore.set_defaults(handler=_memory_handler("restore", _memory_restore))
+
+    redact = verb("redact", "remove text from a file and from every kept version of it")
+    redact.add_argument(
+        "pattern", metavar="PATTERN", help="the text to remove (replaced by [REDACTED])"
+    )
+    redact.add_argument("--regex", action="store_true", help="PATTERN is a Python regex")
+    redact.add_argument("--by", required=True, help="who redacts (kept in the audit log)")
+    redact.set_defaults(handler=_memory_handler("redact", _memory_redact))
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
+
+
+def _memory_handler(verb: str, body: Callable[[argparse.Namespace], int]) -> Handler:
+    async def handler(args: argparse.Namespace) -> int:
+        from temporalio.exceptions import ApplicationError
+
+        try:
+            return body(args)
+        except ApplicationError as err:
+            return _failed(f"memory {verb}", _MemoryRefused(err.message))
+        except (_MemoryRefused, ValueError, OSError) as err:
+            return _failed(f"memory {verb}", err)
+
+    return handler
+
+
+def _memory_stores(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The data dir's ``MemoryStores`` and the ``StoreRef`` STORE names (which must exist)."""
+    from pathlib import Path
+
+    from ._config import LwConfig
+    from ._ids import check_definition_id
+    from ._memory import MemoryStores
+    from ._scope import StoreKind, StoreRef
+
+    data_dir = Path(args.data_dir)
+    if not data_dir.is_dir():
+        raise _MemoryRefused(f"data dir {data_dir} does not exist")
+    spec = getattr(args, "definitions", None)
+    try:
+        config = LwConfig.create(data_dir, [] if spec is None else load_object(spec))
+    except (TypeError, ValueError) as err:
+        raise _MemoryRefused(f"--definitions {spec}: {err}") from None
+    stores = MemoryStores.for_config(config)
+    layout = stores.layout
+
+    def known(kind: StoreKind) -> list[str]:
+        folders = (
+            layout.memory / ("workflows" if kind is StoreKind.WORKFLOW else "pipelines"),
+            layout.state / "stores" / kind.value,
+        )
+        return sorted({p.name for f in folders if f.is_dir() for p in f.iterdir() if p.is_dir()})
+
+    kind_text, sep, key = args.store.partition(":")
+    if kind_text == "org" and key in ("", "org"):
+        store = StoreRef(StoreKind.ORG, "org")
+    elif kind_text == "workflow" and sep and key:
+        try:
+            store = StoreRef(StoreKind.WORKFLOW, check_definition_id(key))
+        except ValueError as err:
+            raise _MemoryRefused(f"STORE {args.store!r}: {err}") from None
+    elif kind_text == "pipeline" and sep and key:
+        if not re.fullmatch(r"[0-9a-f]{1,64}", key):
+            raise _MemoryRefused(
+                f"STORE {args.store!r}: a pipeline key is lowercase hex (sha256), "
+                "as in memory/pipelines/<key>/"
+            )
+        matches = [k for k in known(StoreKind.PIPELINE) if k.startswith(key)]
+        if len(key) < 64 and len(matches) > 1:
+            raise _MemoryRefused(
+                f"STORE {args.store!r} matches {len(matches)} pipeline stores "
+                f"({', '.join(m[:16] for m in matches)}); give more of the key"
+            )
+        store = StoreRef(StoreKind.PIPELINE, matches[0] if len(matches) == 1 else key)
+    else:
+        raise _MemoryRefused(f"STORE {args.store!r} is not a memory store; write {_STORE_FORMS}")
+    if not stores.root(store).is_dir() and not stores.state_dir(store).is_dir():
+        names = known(store.kind) if store.kind is not StoreKind.ORG else []
+        listed = f" (known {store.kind.value} stores: {', '.join(names)})" if names else ""
+        raise _MemoryRefused(f"no store {_label(store)} in data dir {data_dir}{listed}")
+    return stores, store
+
+
+def _label(store: Any) -> str:
+    """STORE as the command line spells it (``org``, not ``org:org``)."""
+    return "org" if store.kind.value == "org" else str(store)
+
+
+def _store_path(store: Any, path: str) -> tuple[str, str]:
+    """PATH relative to the store root, cleaned like the store does (no '..', not
+    absolute), and how messages show it (``STORE:PATH``)."""
+    from ._memory import _fs
+
+    parts = _fs.clean_relative(path, f"{_label(store)}:{path}")
+    if not parts:
+        raise _MemoryRefused(f"{_label(store)}:{path} is the store root; name a file in it")
+    rel = "/".join(parts)
+    return rel, f"{_label(store)}:{rel}"
+
+
+def _who(entry: Any) -> str:
+    """Who made a change: the workflow, activity and attempt, or the admin actor."""
+    if entry.workflow_id is None:
+        return f"admin {entry.actor}"
+    who = f"workflow {entry.workflow_id}"
+    if getattr(entry, "activity_type", None) or getattr(entry, "activity_id", None):
+        who += f" activity {entry.activity_type or entry.activity_id}"
+    if getattr(entry, "attempt", None) is not None:
+        who += f" attempt {entry.attempt}"
+    return who + (f" (approved by {entry.actor})" if entry.actor else "")
+
+
+def _short_time(iso: str) -> str:
+    return iso[:19] + "Z" if iso.endswith("+00:00") else iso
+
+
+def _memory_audit(args: argparse.Namespace) -> int:
+    stores, store = _memory_stores(args)
+    rel, where = (None, "") if args.path is None else _store_path(store, args.path)
+    entries = stores.audit(store, path=rel)
+    if rel is not None and not entries:
+        raise _MemoryRefused(f"{where} has no audit entries (never written to this store)")
+    if not entries:
+        print(f"{_label(store)}: no audit entries")
+    for entry in entries if args.limit is None else entries[-args.limit :]:
+        after = entry.sha256_after[:12] if entry.sha256_after else "-"
+        print(
+            f"{_short_time(entry.time)}  {entry.op:<7}  {entry.path}  {entry.bytes} bytes  "
+            f"sha256 {after}  by {_who(entry)}"
+        )
+    return 0
+
+
+def _memory_versions(args: argparse.Namespace) -> int:
+    stores, store = _memory_stores(args)
+    rel, where = _store_path(store, args.path)
+    versions = stores.versions(store, rel)
+    if not versions:
+        raise _MemoryRefused(f"{where} has no kept versions (never written to this store)")
+    current = stores.read(store, rel, shown=where).content_sha256
+    for version in versions:
+        notes = "  (current)" if version.sha256 == current else ""
+        notes += "" if version.available else "  (content pruned; cannot restore)"
+        print(
+            f"{version.sha256}  {version.bytes} bytes  {_short_time(version.time)}  "
+            f"{version.op} by {_who(version)}{notes}"
+        )
+    return 0
+
+
+def _memory_restore(args: argparse.Namespace) -> int:
+    from ._memory import Provenance
+
+    stores, store = _memory_stores(args)
+    rel, where = _store_path(store, args.path)
+    provenance = Provenance.admin(args.by)
+    wanted = args.sha256.strip().lower()
+    if not re.fullmatch(r"[0-9a-f]{7,64}", wanted):
+        raise _MemoryRefused(
+            f"SHA256 {args.sha256!r} is not a sha256: give the 64 hex digits shown by "
+            "'memory versions' (or a unique prefix of at least 7)"
+        )
+    known: dict[str, None] = {v.sha256: None for v in stores.versions(store, rel)}
+    if not known:
+        raise _MemoryRefused(f"{where} has no kept versions (never written to this store)")
+    for entry in stores.audit(store, path=rel):  # addresses from before a redaction resolve too
+        known.update({s: None for s in (entry.sha256_before, entry.sha256_after) if s})
+    matches = [sha for sha in known if sha.startswith(wanted)]
+    if len(matches) != 1:
+        problem = "is not a kept version of" if not matches else "matches several versions of"
+        raise _MemoryRefused(f"{args.sha256} {problem} {where}; see 'lw-temporal memory versions'")
+    if stores.blob(store, matches[0]) is None:
+        raise _MemoryRefused(f"version {matches[0]} of {where} is no longer kept (pruned)")
+    result = stores.restore(store, rel, matches[0], provenance=provenance, shown=where)
+    before = result.previous_sha256[:12] if result.previous_sha256 else "absent"
+    print(
+        f"restored {where} to {result.content_sha256} ({result.bytes} bytes; was {before}) "
+        f"by {args.by}"
+    )
+    return 0
+
+
+def _memory_redact(args: argparse.Namespace) -> int:
+    from ._memory import Provenance
+
+    stores, store = _memory_stores(args)
+    rel, where = _store_path(store, args.path)
+    provenance = Provenance.admin(args.by)
+    pattern = args.pattern.encode() if args.regex else re.escape(args.pattern.encode())
+    try:
+        compiled = re.compile(pattern)
+    except re.error as err:
+        raise _MemoryRefused(f"PATTERN {args.pattern!r} is not a valid regex: {err}") from None
+    if compiled.search(b"") is not None:
+        raise _MemoryRefused(
+            f"PATTERN {args.pattern!r} matches empty text; give the text to remove"
+        )
+    if not stores.read(store, rel, shown=where).exists and not stores.versions(store, rel):
+        raise _MemoryRefused(f"{where} does not exist and has no kept versions")
+    result = stores.redact(store, rel, args.pattern, regex=args.regex, provenance=provenance)
+    if not result.versions_redacted:
+        print(f"{where}: PATTERN not found in the file or its kept versions; nothing changed")
+        return 0
+    rewritten = len(result.versions_redacted) - (1 if result.current_changed else 0)
+    current = (
+        f"the file is now {result.content_sha256}"
+        if result.current_changed
+        else "the current file did not contain it"
+    )
+    print(f"redacted {where} by {args.by}: {current}; {rewritten} earlier version(s) rewritten")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
