@@ -91,8 +91,9 @@ class Provenance(_Model):
 MutationOp = Literal["write", "append", "replace", "delete", "mkdir", "restore", "redact", "rmdir"]
 
 
-class AuditEntry(_Model):
-    """One line of a store's append-only audit log: one file changed by one operation."""
+class AuditEntry(Provenance):
+    """One line of a store's append-only audit log: one file changed by one operation,
+    with the provenance of the change as flat fields of the line."""
 
     time: str
     op_id: str
@@ -102,15 +103,6 @@ class AuditEntry(_Model):
     bytes: int
     sha256_before: str | None
     sha256_after: str | None
-    namespace: str | None = None
-    workflow_id: str | None = None
-    workflow_type: str | None = None
-    run_id: str | None = None
-    activity_id: str | None = None
-    activity_type: str | None = None
-    attempt: int | None = None
-    role: str | None = None
-    actor: str | None = None
     detail: dict[str, str] | None = None
 
 
