@@ -1,16 +1,14 @@
-"""Scratch retention: delete the scratch of runs that closed long enough ago.
+"""Finding and removing the scratch of runs closed longer than the retention period.
 
-The seeds keep scratch "for inspection" by default, so the default policy keeps
-everything; an operator opts into a retention period. Whether a run is still going is
-asked of Temporal (``describe``), never guessed from the disk: a running run's scratch,
-and the scratch of anything inside a running pipeline, is never touched. Every
-deletion is appended to an audit log under ``<dataDir>/.lw/audit/``.
+Whether a run is still going is asked of Temporal (``describe``), never guessed from
+the disk: a running run's scratch, and the scratch of anything inside a running
+pipeline, is never touched. Every deletion is appended to an audit log under
+``<dataDir>/.lw/audit/``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import getpass
 import json
 import os
 import shutil
@@ -19,66 +17,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from temporalio import activity, workflow
-from temporalio.common import RetryPolicy
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
 
-from ._errors import NON_RETRYABLE
-from ._ids import DataLayout, InvalidWorkflowId, RunId, parse_workflow_id
-
-with workflow.unsafe.imports_passed_through():
-    from temporalio.client import (
-        Client,
-        Schedule,
-        ScheduleActionStartWorkflow,
-        ScheduleHandle,
-        ScheduleIntervalSpec,
-        ScheduleOverlapPolicy,
-        SchedulePolicy,
-        ScheduleSpec,
-        WorkflowExecutionStatus,
-    )
-    from temporalio.service import RPCError, RPCStatusCode
-
-    from ._config import LwConfig
-
-RETENTION_WORKFLOW = "lw.ScratchRetention"
-RETENTION_GC = "lw.retention.gc"
-RETENTION_SCHEDULE_ID = "lw-scratch-retention"
-AUDIT_FILE = "retention.jsonl"
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class RetentionPolicy(_Model):
-    """``retain=None`` keeps every scratch forever (the seeds' default)."""
-
-    retain: timedelta | None = None
-    dry_run: bool = False
-    #: How many removals the report lists; the audit log has all of them.
-    max_listed: int = Field(default=100, ge=0, le=10_000)
-
-
-class GcItem(_Model):
-    workflow_id: str
-    path: str
-    files: int
-    bytes: int
-    closed: datetime | None
-    why: str
-
-
-class GcReport(_Model):
-    retain: timedelta | None
-    dry_run: bool
-    removed: tuple[GcItem, ...] = ()
-    removed_count: int = 0
-    removed_bytes: int = 0
-    kept_running: int = 0
-    kept_recent: int = 0
-    skipped: tuple[str, ...] = ()
+from .._ids import DataLayout, InvalidWorkflowId, RunId, parse_workflow_id
+from ._models import AUDIT_FILE, GcItem, GcReport, RetentionPolicy
 
 
 def scratch_dirs(layout: DataLayout) -> Iterator[tuple[RunId, Path]]:
@@ -255,81 +198,3 @@ def _audit(layout: DataLayout, item: GcItem, actor: str, retain: timedelta) -> N
     }
     with (audit / AUDIT_FILE).open("a", encoding="utf-8") as log:
         log.write(json.dumps(entry, sort_keys=True) + "\n")
-
-
-class RetentionActivities:
-    """The retention activity; the data dir it cleans is the worker's own."""
-
-    def __init__(self, config: LwConfig) -> None:
-        self.config = config
-
-    def callables(self) -> list[Callable[..., Any]]:
-        return [self.gc]
-
-    @activity.defn(name=RETENTION_GC)
-    async def gc(self, policy: RetentionPolicy) -> GcReport:
-        info = activity.info()
-        return await collect_garbage(
-            activity.client(),
-            self.config.layout,
-            policy,
-            actor=f"workflow:{info.workflow_id}",
-            progress=lambda details: activity.heartbeat(details),
-        )
-
-
-@workflow.defn(name=RETENTION_WORKFLOW)
-class ScratchRetentionWorkflow:
-    """One retention pass; a Schedule runs it periodically."""
-
-    @workflow.run
-    async def run(self, policy: RetentionPolicy) -> GcReport:
-        report: GcReport = await workflow.execute_activity(
-            RETENTION_GC,
-            policy,
-            result_type=GcReport,
-            start_to_close_timeout=timedelta(hours=2),
-            heartbeat_timeout=timedelta(minutes=2),
-            retry_policy=RetryPolicy(
-                maximum_attempts=3, non_retryable_error_types=list(NON_RETRYABLE)
-            ),
-        )
-        return report
-
-
-async def schedule_retention(
-    client: Client,
-    *,
-    every: timedelta,
-    retain: timedelta,
-    task_queue: str,
-    schedule_id: str = RETENTION_SCHEDULE_ID,
-    trigger_immediately: bool = False,
-) -> ScheduleHandle:
-    """Create the Schedule that removes scratch older than ``retain`` every ``every``.
-
-    The workers of ``task_queue`` must share the data dir whose scratch is cleaned.
-    """
-    if every <= timedelta(0) or retain <= timedelta(0):
-        raise ValueError("retention interval and period must be positive")
-    return await client.create_schedule(
-        schedule_id,
-        Schedule(
-            action=ScheduleActionStartWorkflow(
-                RETENTION_WORKFLOW,
-                RetentionPolicy(retain=retain),
-                id=schedule_id,
-                task_queue=task_queue,
-            ),
-            spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
-            policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
-        ),
-        trigger_immediately=trigger_immediately,
-    )
-
-
-def default_actor() -> str:
-    try:
-        return f"cli:{getpass.getuser()}"
-    except (KeyError, OSError):
-        return "cli"

@@ -1,0 +1,130 @@
+"""The Schedule that starts dreams, and the reviewer's client calls."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio.client import (
+    Client,
+    ScheduleHandle,
+    WorkflowExecutionStatus,
+    WorkflowQueryFailedError,
+)
+from temporalio.service import RPCError
+
+from .._ids import DREAMING_WORKFLOW, InvalidWorkflowId, check_definition_id, parse_workflow_id
+from .._schedules import create_interval_schedule
+from ._models import (
+    QUERY_STATE,
+    SCHEDULED_TOKEN,
+    UPDATE_APPROVE,
+    UPDATE_REJECT,
+    Decision,
+    DreamInput,
+    DreamOptions,
+    DreamResult,
+    DreamState,
+    DreamStatus,
+    PromotionOutcome,
+)
+
+
+def dream_schedule_id(definition_id: str) -> str:
+    return f"lw-dream-{check_definition_id(definition_id)}"
+
+
+async def schedule_dreaming(
+    client: Client,
+    definition_id: str,
+    *,
+    every: timedelta,
+    task_queue: str,
+    options: DreamOptions | None = None,
+    schedule_id: str | None = None,
+    trigger_immediately: bool = False,
+) -> ScheduleHandle:
+    """Create the Schedule that dreams of ``definition_id`` every ``every``.
+
+    Overlap is SKIP: a dream still waiting for its reviewer holds back the next one,
+    so the reviewer never sees two competing proposals for the same target. The
+    scheduled workflow ID is ``dream_<definition>@scheduled`` plus the time the
+    Schedule appends.
+    """
+    check_definition_id(definition_id)
+    if every <= timedelta(0):
+        raise ValueError(f"dreaming interval must be positive, got {every}")
+    return await create_interval_schedule(
+        client,
+        schedule_id or dream_schedule_id(definition_id),
+        workflow=DREAMING_WORKFLOW,
+        arg=DreamInput(target=definition_id, options=options or DreamOptions()),
+        workflow_id=f"dream_{definition_id}@{SCHEDULED_TOKEN}",
+        task_queue=task_queue,
+        every=every,
+        trigger_immediately=trigger_immediately,
+    )
+
+
+async def list_dreams(
+    client: Client,
+    *,
+    running_only: bool = True,
+    query_timeout: timedelta = timedelta(seconds=10),
+) -> list[DreamState]:
+    """The dreams known to visibility, with their live state where they still run."""
+    query = f"WorkflowType = '{DREAMING_WORKFLOW}'"
+    if running_only:
+        query += " AND ExecutionStatus = 'Running'"
+    states: list[DreamState] = []
+    async for execution in client.list_workflows(query):
+        handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
+        if execution.status is WorkflowExecutionStatus.RUNNING:
+            try:
+                state: DreamState = await handle.query(
+                    QUERY_STATE, result_type=DreamState, rpc_timeout=query_timeout
+                )
+            except (RPCError, WorkflowQueryFailedError):
+                # No worker polls its task queue (or it is busy): list it all the same.
+                try:
+                    target = parse_workflow_id(execution.id).definition_id or ""
+                except InvalidWorkflowId:
+                    target = ""
+                state = DreamState(
+                    workflow_id=execution.id, target=target, status=DreamStatus.UNREACHABLE
+                )
+            states.append(state)
+            continue
+        try:
+            result = await client.get_workflow_handle(
+                execution.id, run_id=execution.run_id, result_type=DreamResult
+            ).result()
+        except Exception:
+            continue
+        states.append(
+            DreamState(
+                workflow_id=execution.id,
+                target=result.target,
+                status=result.status,
+                runs=result.runs,
+                notes=result.notes,
+                decision=result.decision,
+                promotion=result.promotion,
+            )
+        )
+    return states
+
+
+async def approve_dream(client: Client, workflow_id: str, who: str, why: str) -> PromotionOutcome:
+    """Promote a waiting dream's notes into its target's memory, audited as ``who``."""
+    outcome: PromotionOutcome = await client.get_workflow_handle(workflow_id).execute_update(
+        UPDATE_APPROVE, Decision(who=who, why=why), result_type=PromotionOutcome
+    )
+    return outcome
+
+
+async def reject_dream(client: Client, workflow_id: str, who: str, why: str) -> DreamStatus:
+    """Close a waiting dream without touching its target."""
+    status: DreamStatus = await client.get_workflow_handle(workflow_id).execute_update(
+        UPDATE_REJECT, Decision(who=who, why=why), result_type=DreamStatus
+    )
+    return status

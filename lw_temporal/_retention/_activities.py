@@ -1,0 +1,33 @@
+"""The retention activity; the data dir it cleans is the worker's own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from temporalio import activity
+
+from .._config import LwConfig
+from ._gc import collect_garbage
+from ._models import RETENTION_GC, GcReport, RetentionPolicy
+
+
+class RetentionActivities:
+    """The retention activity; the data dir it cleans is the worker's own."""
+
+    def __init__(self, config: LwConfig) -> None:
+        self.config = config
+
+    def callables(self) -> list[Callable[..., Any]]:
+        return [self.gc]
+
+    @activity.defn(name=RETENTION_GC)
+    async def gc(self, policy: RetentionPolicy) -> GcReport:
+        info = activity.info()
+        return await collect_garbage(
+            activity.client(),
+            self.config.layout,
+            policy,
+            actor=f"workflow:{info.workflow_id}",
+            progress=lambda details: activity.heartbeat(details),
+        )

@@ -1,0 +1,45 @@
+"""Retention's policy and report: pure data, the only module its workflow imports."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RETENTION_WORKFLOW = "lw.ScratchRetention"
+RETENTION_GC = "lw.retention.gc"
+RETENTION_SCHEDULE_ID = "lw-scratch-retention"
+AUDIT_FILE = "retention.jsonl"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RetentionPolicy(_Model):
+    """``retain=None`` keeps every scratch forever (the seeds' default)."""
+
+    retain: timedelta | None = None
+    dry_run: bool = False
+    #: How many removals the report lists; the audit log has all of them.
+    max_listed: int = Field(default=100, ge=0, le=10_000)
+
+
+class GcItem(_Model):
+    workflow_id: str
+    path: str
+    files: int
+    bytes: int
+    closed: datetime | None
+    why: str
+
+
+class GcReport(_Model):
+    retain: timedelta | None
+    dry_run: bool
+    removed: tuple[GcItem, ...] = ()
+    removed_count: int = 0
+    removed_bytes: int = 0
+    kept_running: int = 0
+    kept_recent: int = 0
+    skipped: tuple[str, ...] = ()
