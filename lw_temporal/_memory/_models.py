@@ -81,6 +81,18 @@ class Provenance(_Model):
             return None
         return (self.namespace, self.workflow_id, self.run_id, self.activity_id)
 
+    def by(self) -> str:
+        """Who made a change, for people: the workflow, activity and attempt, or the
+        admin actor."""
+        if self.workflow_id is None:
+            return f"admin {self.actor}"
+        who = f"workflow {self.workflow_id}"
+        if self.activity_type or self.activity_id:
+            who += f" activity {self.activity_type or self.activity_id}"
+        if self.attempt is not None:
+            who += f" attempt {self.attempt}"
+        return who + (f" (approved by {self.actor})" if self.actor else "")
+
     def who(self) -> str:
         if self.workflow_id is not None:
             by = f" (approved by {self.actor})" if self.actor else ""
@@ -152,6 +164,10 @@ class VersionInfo(_Model):
     workflow_id: str | None = None
     actor: str | None = None
     available: bool = True
+
+    def by(self) -> str:
+        """Who made this version, for people."""
+        return Provenance(workflow_id=self.workflow_id, actor=self.actor).by()
 
 
 class RedactResult(_Model):
