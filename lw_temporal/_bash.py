@@ -35,7 +35,7 @@ from temporalio import activity
 
 from ._config import LwConfig
 from ._errors import SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
-from ._pathcheck import check_command, filter_listing, rewrite_paths
+from ._pathcheck import UNPARSEABLE, CheckResult, check_command, filter_listing, rewrite_paths
 from ._sandbox import (
     LAUNCH_FAILED_MARKER,
     LAUNCH_FAILED_STATUS,
@@ -66,7 +66,9 @@ OUTPUT_FOLDER = ".bash-output"
 class BashRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    command: str = Field(max_length=256 * 1024)
+    #: No length bound here: a request that failed to decode would be retried; the
+    #: pre-check refuses one over ``MAX_COMMAND_BYTES`` with a readable reason instead.
+    command: str
     timeout_seconds: float | None = Field(default=None, gt=0)
 
 
@@ -214,7 +216,7 @@ class BashActivities:
     ) -> BashResult:
         """Check and run one command in ``scope`` (the activity body, callable directly
         by code that already holds a trusted scope, such as benchmarks)."""
-        check = check_command(scope, request.command)
+        check = await _precheck(scope, request.command)
         if check.rejection is not None:
             return BashResult(
                 exit_code=REJECTED_EXIT_CODE,
@@ -286,7 +288,7 @@ class BashActivities:
         text_out = _unview(decode_output(bytes(stdout.head)), path_map)
         head_text = _unview(decode_output(head_err), path_map)
         if check.lists_recursively:
-            text_out = filter_listing(scope, text_out)
+            text_out = await asyncio.to_thread(filter_listing, scope, text_out)
         own_virtual = PurePosixPath(scope.cwd)
         return BashResult(
             exit_code=TIMEOUT_EXIT_CODE if outcome.timed_out else outcome.exit_code,
@@ -360,6 +362,19 @@ class BashActivities:
 
 #: Idle staging folder sets kept for reuse (one per concurrent overlay command suffices).
 _IDLE_STAGING_MAX = 16
+
+
+async def _precheck(scope: Scope, command: str) -> CheckResult:
+    """The pre-check, in a thread (a costly command must not stall the worker's event
+    loop and its heartbeats) and fail-closed: a command it cannot finish reading is
+    refused like any other, never an activity failure that would be retried."""
+    try:
+        return await asyncio.to_thread(check_command, scope, command)
+    except Exception as err:  # any input must get an answer
+        return CheckResult(
+            f"{UNPARSEABLE}: the pre-check could not read it ({type(err).__name__}); "
+            "simplify the command"
+        )
 
 
 def _changed(staging: Path) -> bool:

@@ -11,6 +11,12 @@ This layer is advice, not the boundary: a path built at run time (``$(...)``,
 ``eval``, an interpreter) is invisible here, and the kernel sandbox (layer 2) is what
 holds against it. A command the parser cannot read is refused (fail closed).
 
+Any command must get an answer, so the check is bounded: a command longer than
+:data:`MAX_COMMAND_BYTES`, nested deeper than :data:`MAX_NESTING`, or costing more
+than a time budget to check is refused with the limit and the fix. Every traversal is
+iterative (an explicit stack), so no input depth can exhaust Python's stack, and the
+caller runs the check in a thread so that a slow one never stalls the event loop.
+
 System paths the sandbox shows are part of the allowed roots, read-only:
 ``/usr`` (and the ``/bin``, ``/sbin``, ``/lib``, ``/lib64`` links into it), the two
 ``/etc`` entries programs need to start (``ld.so.cache``, ``alternatives``; no
@@ -25,6 +31,8 @@ from __future__ import annotations
 
 import os
 import posixpath
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
@@ -33,11 +41,40 @@ from pathlib import PurePosixPath
 import tree_sitter
 import tree_sitter_bash
 
-from ._scope import Scope
+from ._scope import Mount, Scope
 
 OUTSIDE = "path is outside the allowed roots"
 READ_ONLY = "path is read-only"
 UNPARSEABLE = "command could not be parsed"
+TOO_LONG = "command is too long"
+TOO_DEEP = "command nests too deeply"
+TOO_COSTLY = "command names too many paths to check"
+
+#: The longest command checked (bytes of UTF-8); longer ones are refused, not run.
+MAX_COMMAND_BYTES = 256 * 1024
+#: The most ``$(...)``, ``(...)``, ``{...}``, blocks and expansions nested in one another.
+MAX_NESTING = 100
+#: Seconds the check of one command (or of one listing's output) may take.
+CHECK_BUDGET_SECONDS = 5.0
+#: Node types that open a nesting level (where bash's own parser recurses).
+_NESTING_NODES = frozenset(
+    {
+        "command_substitution",
+        "process_substitution",
+        "subshell",
+        "compound_statement",
+        "if_statement",
+        "while_statement",
+        "for_statement",
+        "c_style_for_statement",
+        "case_statement",
+        "function_definition",
+        "expansion",
+        "arithmetic_expansion",
+        "parenthesized_expression",
+        "test_command",
+    }
+)
 
 #: Read-only system roots the sandbox shows (see the module docstring).
 SYSTEM_READ_ONLY: tuple[str, ...] = (
@@ -208,7 +245,9 @@ def _static(node: tree_sitter.Node) -> tuple[str, bool]:
     if kind == "concatenation":
         parts = []
         for child in node.children:
-            value, complete = _static(child)
+            # The grammar keeps concatenations flat; one nested in another is not read
+            # (and so not recursed into), which leaves the value incomplete.
+            value, complete = _static(child) if child.type != "concatenation" else ("", False)
             parts.append(value)
             if not complete:
                 return "".join(parts), False
@@ -216,12 +255,39 @@ def _static(node: tree_sitter.Node) -> tuple[str, bool]:
     return "", False
 
 
+class _OverBudget(Exception):
+    """The check ran past its time budget (caught where the refusal is written)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Deadline:
+    at: float
+
+    @classmethod
+    def after(cls, seconds: float) -> _Deadline:
+        return cls(time.monotonic() + seconds)
+
+    def check(self) -> None:
+        if time.monotonic() > self.at:
+            raise _OverBudget()
+
+
 @dataclass
 class _Walk:
     scope: Scope
     cwd: PurePosixPath | None
+    deadline: _Deadline | None = None
     found: list[tuple[str, Access]] = field(default_factory=list)
     recursive_listing: bool = False
+    #: Canonical form of each path, and target of each symlink, already resolved in
+    #: this command (one naming a symlink chain many times resolves it once).
+    canonical: dict[str, str | None] = field(default_factory=dict)
+    links: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
+
+    def canonicalize(self, virtual: str) -> str | None:
+        if virtual not in self.canonical:
+            self.canonical[virtual] = canonicalize(self.scope, virtual, self.deadline, self.links)
+        return self.canonical[virtual]
 
     def add(self, value: str, complete: bool, access: Access) -> None:
         """Record one named path (resolved against the cwd known at this point)."""
@@ -273,7 +339,7 @@ def _next_cwd(walk: _Walk, dest: str) -> PurePosixPath | None:
         if walk.cwd is None:
             return None
         dest = str(walk.cwd / dest)
-    canonical = canonicalize(walk.scope, dest)
+    canonical = walk.canonicalize(dest)
     return None if canonical is None else PurePosixPath(canonical)
 
 
@@ -380,16 +446,55 @@ def _visit_redirect(node: tree_sitter.Node, walk: _Walk) -> None:
             walk.add(value, complete, Access.READ)
 
 
-def _walk(node: tree_sitter.Node, walk: _Walk) -> None:
-    if node.type == "command":
-        _visit_command(node, walk)
-    elif node.type == "file_redirect":
-        _visit_redirect(node, walk)
-    for child in node.children:
-        _walk(child, walk)
+def _preorder(root: tree_sitter.Node) -> Iterator[tuple[tree_sitter.Node, int]]:
+    """Every node in command order with its nesting level, without recursion."""
+    stack = [(root, 0)]
+    while stack:
+        node, level = stack.pop()
+        yield node, level
+        inner = level + (node.type in _NESTING_NODES)
+        stack.extend((child, inner) for child in reversed(node.children))
+
+
+def _nesting(root: tree_sitter.Node, deadline: _Deadline | None) -> int:
+    deepest = 0
+    for count, (_, level) in enumerate(_preorder(root)):
+        deepest = max(deepest, level)
+        if deadline is not None and not count % 1024:
+            deadline.check()
+    return deepest
+
+
+def _walk(root: tree_sitter.Node, walk: _Walk) -> None:
+    for node, _ in _preorder(root):
+        if walk.deadline is not None:
+            walk.deadline.check()
+        if node.type == "command":
+            _visit_command(node, walk)
+        elif node.type == "file_redirect":
+            _visit_redirect(node, walk)
 
 
 # -- canonicalization ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Mounts:
+    """A scope's mounts by virtual path, deepest first: string prefix tests, which
+    stay cheap when one command names thousands of paths."""
+
+    table: tuple[tuple[str, Mount], ...]
+
+    @classmethod
+    def of(cls, scope: Scope) -> _Mounts:
+        ordered = sorted(scope.mounts, key=lambda m: -len(m.virtual.parts))
+        return cls(tuple((str(m.virtual), m) for m in ordered))
+
+    def at(self, path: str) -> Mount | None:
+        for virtual, mount in self.table:
+            if path == virtual or path.startswith(virtual + "/"):
+                return mount
+        return None
 
 
 def _inside(path: str, root: str) -> bool:
@@ -400,46 +505,71 @@ def _real_inside(real: str, root: str) -> bool:
     return real == root or real.startswith(root.rstrip("/") + "/")
 
 
-def canonicalize(scope: Scope, virtual: str) -> str | None:
+def canonicalize(
+    scope: Scope,
+    virtual: str,
+    deadline: _Deadline | None = None,
+    links: dict[str, tuple[str, ...] | None] | None = None,
+) -> str | None:
     """The canonical virtual path of ``virtual`` (absolute), or None when a symlink
-    leads out of its mount. ``..`` is applied after symlinks, as the kernel does."""
+    leads out of its mount. ``..`` is applied after symlinks, as the kernel does.
+
+    ``links`` caches what each virtual prefix resolves to, so many paths under one
+    symlink chain cost one resolution of the chain."""
+    mounts = _Mounts.of(scope)
     parts: list[str] = []
     pending = [p for p in virtual.split("/") if p not in ("", ".")]
     pending.reverse()
     hops = 0
     while pending:
+        if deadline is not None:
+            deadline.check()
         part = pending.pop()
         if part == "..":
             if parts:
                 parts.pop()
             continue
-        if part == ".":
-            continue
         parts.append(part)
-        current = PurePosixPath("/" + "/".join(parts))
-        mount = scope.mount_at(current)
-        if mount is None or current == mount.virtual:
-            continue
-        real = mount.real.joinpath(*current.relative_to(mount.virtual).parts)
-        if not os.path.islink(real):
+        key = "/".join(parts)
+        if links is not None and key in links:
+            target = links[key]
+        else:
+            target = _link_target(mounts, "/" + key)
+            if links is not None:
+                links[key] = target
+        if target is None or target == tuple(parts):
             continue
         hops += 1
-        if hops > 40:
+        if hops > 40 or target == _ESCAPES:
             return None
-        resolved = os.path.realpath(real)
-        root = os.path.realpath(mount.real)
-        if not _real_inside(resolved, root):
-            return None
-        rel = os.path.relpath(resolved, root)
-        parts = [p for p in mount.virtual.parts[1:]]
-        if rel != ".":
-            parts += rel.split("/")
+        parts = list(target)
     return "/" + "/".join(parts)
+
+
+#: :func:`_link_target` of a symlink whose target leaves its mount.
+_ESCAPES: tuple[str, ...] = ("",)
+
+
+def _link_target(mounts: _Mounts, current: str) -> tuple[str, ...] | None:
+    """None when ``current`` is no symlink; else the canonical virtual parts of its
+    target, or :data:`_ESCAPES` when the target is outside its mount."""
+    mount = mounts.at(current)
+    if mount is None or current == str(mount.virtual):
+        return None
+    real = os.path.join(mount.real, current[len(str(mount.virtual)) + 1 :])
+    if not os.path.islink(real):
+        return None
+    resolved = os.path.realpath(real)
+    root = os.path.realpath(mount.real)
+    if not _real_inside(resolved, root):
+        return _ESCAPES
+    rel = os.path.relpath(resolved, root)
+    return (*mount.virtual.parts[1:], *(rel.split("/") if rel != "." else ()))
 
 
 def classify(scope: Scope, canonical: str) -> Verdict:
     """Where a canonical virtual path falls: a mount, a system root, or nowhere."""
-    mount = scope.mount_at(canonical)
+    mount = _Mounts.of(scope).at(canonical)
     if mount is not None:
         return Verdict.WRITABLE if mount.writable else Verdict.READ_ONLY
     if any(_inside(canonical, root) for root in PRIVATE_WRITABLE):
@@ -453,12 +583,12 @@ def classify(scope: Scope, canonical: str) -> Verdict:
     return Verdict.OUTSIDE
 
 
-def check_path(scope: Scope, path: str, access: Access) -> str | None:
+def check_path(scope: Scope, path: str, access: Access, walk: _Walk | None = None) -> str | None:
     """The rejection for one absolute virtual path, or None when it is allowed."""
     display = posixpath.normpath(path)
     if display.startswith("//"):
         display = "/" + display.lstrip("/")
-    canonical = canonicalize(scope, path)
+    canonical = canonicalize(scope, path) if walk is None else walk.canonicalize(path)
     if canonical is None:
         return f"{OUTSIDE}: {display}"
     verdict = classify(scope, canonical)
@@ -469,24 +599,52 @@ def check_path(scope: Scope, path: str, access: Access) -> str | None:
     return None
 
 
-def check_command(scope: Scope, command: str) -> CheckResult:
+def check_command(
+    scope: Scope, command: str, *, budget: float = CHECK_BUDGET_SECONDS
+) -> CheckResult:
     """Parse ``command`` and check every path it names against ``scope``.
 
-    The first offending path (in command order) is the one reported.
+    The first offending path (in command order) is the one reported. Bounded: see
+    the module docstring; ``budget`` is the time it may take, in seconds.
     """
     if "\x00" in command:
         return CheckResult(f"{UNPARSEABLE}: it contains a NUL byte")
-    tree = _parser().parse(command.encode("utf-8", "surrogateescape"))
-    if tree.root_node.has_error:
+    try:
+        data = command.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return CheckResult(f"{UNPARSEABLE}: it is not valid text (an unpaired surrogate)")
+    if len(data) > MAX_COMMAND_BYTES:
         return CheckResult(
-            f"{UNPARSEABLE}: bash syntax error (check quotes, brackets and heredoc ends)"
+            f"{TOO_LONG}: {len(data)} bytes, the limit is {MAX_COMMAND_BYTES}; split it "
+            "into smaller commands (for a long script, append it to a file under "
+            "/mnt/scratch/own in parts, then run that file with bash)"
         )
-    walk = _Walk(scope=scope, cwd=scope.cwd)
-    _walk(tree.root_node, walk)
-    for path, access in walk.found:
-        rejection = check_path(scope, path, access)
-        if rejection is not None:
-            return CheckResult(rejection, tuple(walk.found), walk.recursive_listing)
+    deadline = _Deadline.after(budget)
+    walk = _Walk(scope=scope, cwd=scope.cwd, deadline=deadline)
+    try:
+        tree = _parser().parse(data)
+        if tree.root_node.has_error:
+            return CheckResult(
+                f"{UNPARSEABLE}: bash syntax error (check quotes, brackets and heredoc ends)"
+            )
+        depth = _nesting(tree.root_node, deadline)
+        if depth > MAX_NESTING:
+            return CheckResult(
+                f"{TOO_DEEP}: {depth} levels of $(...), (...), {{...}}, blocks or "
+                f"expansions inside one another, the limit is {MAX_NESTING}; flatten it "
+                "(assign inner results to variables first)"
+            )
+        _walk(tree.root_node, walk)
+        for path, access in walk.found:
+            rejection = check_path(scope, path, access, walk)
+            if rejection is not None:
+                return CheckResult(rejection, tuple(walk.found), walk.recursive_listing)
+    except _OverBudget:
+        return CheckResult(
+            f"{TOO_COSTLY}: checking it took over {budget:g}s ({len(walk.found)} paths "
+            f"named, {len(walk.canonical)} resolved); split it into smaller commands "
+            "or name fewer paths through symlinks"
+        )
     return CheckResult(None, tuple(walk.found), walk.recursive_listing)
 
 
@@ -507,18 +665,34 @@ def _listed_path(line: str) -> str | None:
     return None
 
 
-def filter_listing(scope: Scope, text: str, cwd: PurePosixPath | None = None) -> str:
-    """Drop output lines that name a path outside the roots (the seeds' find rule)."""
+#: The line that ends a listing whose filter ran out of time (the rest is dropped).
+LISTING_CUT = "lw.bash: listing cut here: filtering it took too long; list less at once\n"
+
+
+def filter_listing(
+    scope: Scope,
+    text: str,
+    cwd: PurePosixPath | None = None,
+    *,
+    budget: float = CHECK_BUDGET_SECONDS,
+) -> str:
+    """Drop output lines that name a path outside the roots (the seeds' find rule).
+
+    Past ``budget`` seconds the remaining lines are dropped, not shown unfiltered."""
     base = cwd or scope.cwd
+    walk = _Walk(scope=scope, cwd=base, deadline=_Deadline.after(budget))
     kept: list[str] = []
-    for line in text.splitlines(keepends=True):
-        candidate = _listed_path(line)
-        if candidate is not None:
-            absolute = candidate if candidate.startswith("/") else str(base / candidate)
-            canonical = canonicalize(scope, absolute)
-            if canonical is None or classify(scope, canonical) is Verdict.OUTSIDE:
-                continue
-        kept.append(line)
+    try:
+        for line in text.splitlines(keepends=True):
+            candidate = _listed_path(line)
+            if candidate is not None:
+                absolute = candidate if candidate.startswith("/") else str(base / candidate)
+                canonical = walk.canonicalize(absolute)
+                if canonical is None or classify(scope, canonical) is Verdict.OUTSIDE:
+                    continue
+            kept.append(line)
+    except _OverBudget:
+        kept.append(LISTING_CUT)
     return "".join(kept)
 
 
@@ -533,10 +707,11 @@ def rewrite_paths(command: str, mapping: list[tuple[str, str]]) -> str:
     tree = _parser().parse(data)
     pairs = [(v.encode(), r.encode("utf-8", "surrogateescape")) for v, r in mapping]
     edits: list[tuple[int, int, bytes]] = []
-
-    def visit(node: tree_sitter.Node) -> None:
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
         if node.type in ("heredoc_body", "comment"):
-            return
+            continue
         if node.type in ("word", "string_content", "raw_string"):
             offset = 1 if node.type == "raw_string" else 0
             body = (node.text or b"")[offset:]
@@ -545,11 +720,12 @@ def rewrite_paths(command: str, mapping: list[tuple[str, str]]) -> str:
                     start = node.start_byte + offset
                     edits.append((start, start + len(virtual), real))
                     break
-            return
-        for child in node.children:
-            visit(child)
-
-    visit(tree.root_node)
-    for start, end, real in sorted(edits, reverse=True):
-        data = data[:start] + real + data[end:]
-    return data.decode("utf-8", "surrogateescape")
+            continue
+        stack.extend(node.children)
+    pieces: list[bytes] = []
+    done = 0
+    for start, end, real in sorted(edits):
+        pieces += [data[done:start], real]
+        done = end
+    pieces.append(data[done:])
+    return b"".join(pieces).decode("utf-8", "surrogateescape")

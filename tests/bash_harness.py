@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from temporalio import workflow
 from temporalio.client import Client
 from temporalio.common import RetryPolicy
@@ -27,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from lw_temporal import LittleWorkflowPlugin
     from lw_temporal._bash import BashRequest, BashResult
     from lw_temporal._ids import parse_workflow_id
+    from lw_temporal._sandbox._backends import landlock_abi
 
 from tests.conftest import pydantic_client
 
@@ -149,3 +152,20 @@ def snapshot(root: Path, *, skip: Sequence[Path] = ()) -> dict[str, tuple[object
             else:
                 state[rel] = ("other", st.st_mode)
     return state
+
+
+# -- backends --------------------------------------------------------------------------
+
+
+#: Both kernel sandboxes, for tests that must hold on each (skipped where one is missing).
+#: Probed unrestricted: this module is also loaded inside the workflow sandbox.
+with workflow.unsafe.sandbox_unrestricted():
+    SANDBOXES = [
+        pytest.param(
+            "bwrap", marks=pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bwrap")
+        ),
+        pytest.param(
+            "landlock",
+            marks=pytest.mark.skipif(landlock_abi() < 6, reason="needs Landlock ABI 6+"),
+        ),
+    ]
