@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.plugin import SimplePlugin
@@ -33,7 +34,11 @@ from ._model import (
 from ._retention import RetentionActivities, ScratchRetentionWorkflow
 from ._sandbox import Limits
 from ._scan import Scanner
+from ._telemetry._interceptor import telemetry_interceptors
 from ._workflows import WORKFLOWS
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 PLUGIN_NAME = "lw_temporal.LittleWorkflowPlugin"
 
@@ -85,6 +90,12 @@ class LittleWorkflowPlugin(SimplePlugin):
         bash_limits: rlimits, /tmp size and process limit of each command.
         dreaming_consolidator: turns the runs a dream reads into notes; defaults to
             ``DefaultConsolidator`` (deterministic lessons, failures, commands).
+        tracing: ``True`` (export by the standard ``OTEL_*`` environment variables) or
+            a ``TracerProvider``: adds Temporal's OpenTelemetry interceptor (one trace
+            from the client's start through every child) and lw spans for each agent
+            run, model turn, command and memory mutation. Needs the ``otel`` extra.
+        trace_commands: put each command's text (capped) on its ``lw.bash`` span;
+            by default a span holds only the command's sha256.
     """
 
     def __init__(
@@ -103,6 +114,8 @@ class LittleWorkflowPlugin(SimplePlugin):
         bash_output_cap: int = 64 * 1024,
         bash_limits: Limits | None = None,
         dreaming_consolidator: Consolidator | None = None,
+        tracing: bool | TracerProvider = False,
+        trace_commands: bool = False,
     ) -> None:
         self.config = LwConfig.create(data_dir, definitions)
         activities: list[Callable[..., object]] = []
@@ -146,6 +159,9 @@ class LittleWorkflowPlugin(SimplePlugin):
             activities=list(activities),
             workflows=list(workflows),
             workflow_runner=_passthrough,
+            interceptors=telemetry_interceptors(
+                tracing, trace_commands=trace_commands, model=model
+            ),
         )
 
     @property

@@ -58,6 +58,7 @@ from ._memory._models import (
     MemoryWriteRequest,
 )
 from ._model import MODEL_ACTIVITY, ModelReply, ModelTurn, ToolCall, TranscriptEntry
+from ._telemetry._summary import command_summary, memory_summary, model_summary
 
 #: Transcript entries the model sees each turn; older ones are counted, not sent.
 TRANSCRIPT_WINDOW = 24
@@ -425,6 +426,7 @@ class _Agent:
                 result_type=ModelReply,
                 start_to_close_timeout=timedelta(minutes=2),
                 retry_policy=_RETRY,
+                summary=model_summary(state.turn),
             )
         else:
             reply = await workflow.execute_activity(
@@ -434,6 +436,7 @@ class _Agent:
                 start_to_close_timeout=timedelta(minutes=10),
                 heartbeat_timeout=timedelta(seconds=30),
                 retry_policy=_RETRY,
+                summary=model_summary(state.turn),
             )
         return reply
 
@@ -536,6 +539,7 @@ class _Agent:
                 result_type=dict,
                 start_to_close_timeout=timedelta(seconds=60),
                 retry_policy=_RETRY,
+                summary=memory_summary(call.name, arguments.get("path")),
             )
             return entry(_render_memory(call.name, result))
         except ActivityError as err:
@@ -561,6 +565,7 @@ class _Agent:
             start_to_close_timeout=timedelta(seconds=(timeout or BASH_DEFAULT_TIMEOUT) + 60),
             heartbeat_timeout=timedelta(seconds=30),
             retry_policy=_RETRY,
+            summary=command_summary(command),
         )
         text, ref = _render_bash(result)
         return text, result.get("exit_code") == 0 and not result.get("rejection"), ref

@@ -1,0 +1,139 @@
+"""``LittleWorkflowPlugin(tracing=...)``: Temporal's OpenTelemetry interceptor plus lw spans.
+
+Temporal's ``TracingInterceptor`` carries the trace context through every client
+call, workflow, child workflow and activity header, so a pipeline started by a
+traced client is one trace; lw adds, inside it, a span per agent run (role,
+definition, workflow id) and per activity (see :mod:`._facts`).
+
+``tracing=True`` exports with the standard OpenTelemetry environment variables
+(``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``,
+``OTEL_EXPORTER_OTLP_HEADERS``, ``OTEL_EXPORTER_OTLP_PROTOCOL``, ``OTEL_SERVICE_NAME``,
+``OTEL_TRACES_EXPORTER``, ``OTEL_SDK_DISABLED``), or uses the application's own SDK
+tracer provider when one is already set globally. A ``TracerProvider`` is used as given.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+try:
+    import opentelemetry.trace
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import (
+        BatchSpanProcessor,
+        ConsoleSpanExporter,
+        SpanExporter,
+    )
+    from temporalio.contrib.opentelemetry import TracingInterceptor
+    from temporalio.contrib.opentelemetry import workflow as otel_workflow
+except ImportError as err:  # pragma: no cover - the otel extra is in dev
+    raise ImportError(
+        "tracing needs OpenTelemetry: pip install 'lw-temporal[otel]' "
+        f"(opentelemetry-api, -sdk and the OTLP exporter) ({err})"
+    ) from err
+
+from temporalio import workflow
+from temporalio.worker import (
+    ExecuteWorkflowInput,
+    Interceptor,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+)
+
+from ._facts import workflow_attributes
+from ._interceptor import TelemetryInterceptor
+
+TRACER_NAME = "lw_temporal"
+SERVICE_NAME = "lw-temporal"
+
+
+def _exporter() -> SpanExporter | None:
+    """The span exporter the standard environment variables ask for."""
+    kind = os.environ.get("OTEL_TRACES_EXPORTER", "otlp").split(",")[0].strip().lower()
+    if kind == "none":
+        return None
+    if kind == "console":
+        return ConsoleSpanExporter()
+    protocol = os.environ.get(
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "")
+    )
+    try:
+        if protocol.strip().lower() == "grpc":
+            import importlib
+
+            grpc = importlib.import_module("opentelemetry.exporter.otlp.proto.grpc.trace_exporter")
+            exporter: SpanExporter = grpc.OTLPSpanExporter()
+            return exporter
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        return OTLPSpanExporter()
+    except ImportError as err:
+        raise ImportError(
+            f"OTLP export ({protocol or 'http/protobuf'}) needs its exporter package: "
+            "pip install 'lw-temporal[otel]' (http/protobuf), or "
+            f"opentelemetry-exporter-otlp-proto-grpc for grpc ({err})"
+        ) from err
+
+
+def default_tracer_provider() -> TracerProvider | None:
+    """The application's global SDK provider, or one exporting as the environment says;
+    ``None`` when ``OTEL_SDK_DISABLED`` is true."""
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return None
+    current = opentelemetry.trace.get_tracer_provider()
+    if isinstance(current, TracerProvider):
+        return current
+    named = "OTEL_SERVICE_NAME" in os.environ or "service.name" in os.environ.get(
+        "OTEL_RESOURCE_ATTRIBUTES", ""
+    )
+    resource = Resource.create({} if named else {"service.name": SERVICE_NAME})
+    provider = TracerProvider(resource=resource)
+    exporter = _exporter()
+    if exporter is not None:
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    return provider
+
+
+def tracing_interceptors(
+    tracing: Any, *, trace_commands: bool = False, model_name: str | None = None
+) -> list[Interceptor]:
+    """Temporal's tracing interceptor and lw's span-making one, sharing one tracer."""
+    provider = default_tracer_provider() if tracing is True else tracing
+    if provider is None:
+        return [TelemetryInterceptor(model_name=model_name)]
+    if not isinstance(provider, opentelemetry.trace.TracerProvider):
+        raise TypeError(
+            f"tracing= takes True or an opentelemetry TracerProvider, not {type(provider).__name__}"
+        )
+    tracer = provider.get_tracer(TRACER_NAME)
+    return [
+        TracingInterceptor(tracer),
+        _AgentTracing(tracer, trace_commands=trace_commands, model_name=model_name),
+    ]
+
+
+class _AgentTracing(TelemetryInterceptor):
+    """Adds the per-agent span to the activity spans."""
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor] | None:
+        return _AgentWorkflowInbound
+
+
+class _AgentWorkflowInbound(WorkflowInboundInterceptor):
+    """Marks each run of an agent (orchestrator, planner, step, dream) with its role and
+    definition, as a span under Temporal's ``RunWorkflow`` span. Recorded only on first
+    execution, never on replay (``completed_span`` checks)."""
+
+    async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
+        info = workflow.info()
+        attributes = workflow_attributes(info.workflow_id, info.workflow_type)
+        role = attributes.get("lw.role")
+        if role is not None:
+            definition = attributes.get("lw.definition_id")
+            name = f"lw.{role}" + (f" {definition}" if definition else "")
+            otel_workflow.completed_span(name, attributes=attributes)
+        return await super().execute_workflow(input)
