@@ -4,11 +4,12 @@ Data flows one way: ``activity.info()`` -> :class:`Scope` -> sandbox mounts -> a
 process. The request carries a command and a timeout only; nothing in it can add a
 mount or make one writable.
 
-Two layers. The pre-check (:mod:`._pathcheck`) refuses, in the seeds' words, a command
-that names a path outside the roots or writes a read-only one; the refusal is a normal
-result (``exit_code`` :data:`REJECTED_EXIT_CODE`, ``rejection`` set) so the agent can
-read it and correct itself. The sandbox (:mod:`._sandbox`) then makes the mount table
-true for whatever the command does at run time.
+One command reads as check -> spec -> run -> commit, with two layers of enforcement.
+The pre-check (:mod:`._pathcheck`) refuses, in the seeds' words, a command that names a
+path outside the roots or writes a read-only one; the refusal is a normal result
+(``exit_code`` :data:`REJECTED_EXIT_CODE`, ``rejection`` set) so the agent can read it
+and correct itself. The sandbox (:mod:`._sandbox`) then makes the mount table true for
+whatever the command does at run time.
 
 Writable memory mounts are never bound read-write: the command writes into an overlay
 whose upper folder is read afterwards (cost follows what changed, not the store's
@@ -20,7 +21,6 @@ that times out or is cancelled commits nothing to memory.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import fcntl
 import os
 import shutil
@@ -35,7 +35,7 @@ from temporalio import activity
 
 from ._config import LwConfig
 from ._errors import SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
-from ._pathcheck import UNPARSEABLE, CheckResult, check_command, filter_listing, rewrite_paths
+from ._pathcheck import UNPARSEABLE, CheckResult, check_command, filter_listing
 from ._sandbox import (
     LAUNCH_FAILED_MARKER,
     LAUNCH_FAILED_STATUS,
@@ -227,31 +227,11 @@ class BashActivities:
             )
         backend = self.backend()
         timeout = min(request.timeout_seconds or self.default_timeout, self.max_timeout)
-        own = scope.own_scratch
-        if not own.is_dir():
-            own.mkdir(parents=True, exist_ok=True)
         staged: list[tuple[Mount, Path]] = []
-        private: Path | None = None
-        command = request.command
+        spec: SandboxSpec | None = None
         try:
-            overlay = backend.has_mount_view
-            mounts = tuple(self._mount(scope, m, staged, overlay) for m in scope.mounts)
-            if not backend.has_mount_view:
-                private = scope.layout.state / "sandbox" / f"run-{uuid.uuid4().hex}"
-                private.mkdir(parents=True)
-            spec = SandboxSpec(
-                argv=("/bin/bash", "-c", command),
-                cwd=scope.cwd,
-                mounts=mounts,
-                limits=self.limits,
-                timeout=timeout,
-                private_dir=private,
-            )
-            path_map = backend.path_map(spec)
-            if path_map:
-                command = rewrite_paths(command, path_map)
-                spec = dataclasses.replace(spec, argv=("/bin/bash", "-c", command))
-            out_dir = own / OUTPUT_FOLDER
+            spec = self._spec(scope, backend, request.command, timeout, staged)
+            out_dir = scope.own_scratch / OUTPUT_FOLDER
             stdout = OutputSink(self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stdout")
             stderr = OutputSink(self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stderr")
             try:
@@ -276,17 +256,9 @@ class BashActivities:
             elif any(_changed(folder) for _, folder in staged):
                 changes, refused = await asyncio.to_thread(self._commit, scope, staged)
         finally:
-            for _, folder in staged:
-                if _changed(folder):
-                    await asyncio.to_thread(shutil.rmtree, folder, True)
-                elif len(self._idle_staging) < _IDLE_STAGING_MAX:
-                    self._idle_staging.append(folder)
-                else:
-                    shutil.rmtree(folder, True)
-            if private is not None:
-                await asyncio.to_thread(shutil.rmtree, private, True)
-        text_out = _unview(decode_output(bytes(stdout.head)), path_map)
-        head_text = _unview(decode_output(head_err), path_map)
+            await self._release(staged, spec.private_dir if spec is not None else None)
+        text_out = backend.present(spec, decode_output(bytes(stdout.head)))
+        head_text = backend.present(spec, decode_output(head_err))
         if check.lists_recursively:
             text_out = await asyncio.to_thread(filter_listing, scope, text_out)
         own_virtual = PurePosixPath(scope.cwd)
@@ -305,8 +277,48 @@ class BashActivities:
             timed_out=outcome.timed_out,
             memory_changes=tuple(changes),
             memory_refused=tuple(refused),
-            sandbox=backend.name,
+            sandbox=backend.guarantees,
         )
+
+    def _spec(
+        self,
+        scope: Scope,
+        backend: Backend,
+        command: str,
+        timeout: float,
+        staged: list[tuple[Mount, Path]],
+    ) -> SandboxSpec:
+        """The neutral sandbox spec of one command in ``scope``: its mounts (staging an
+        overlay for each writable memory mount where the backend has a mount view)."""
+        own = scope.own_scratch
+        if not own.is_dir():
+            own.mkdir(parents=True, exist_ok=True)
+        overlay = backend.has_mount_view
+        mounts = tuple(self._mount(scope, m, staged, overlay) for m in scope.mounts)
+        private: Path | None = None
+        if not backend.has_mount_view:
+            private = scope.layout.state / "sandbox" / f"run-{uuid.uuid4().hex}"
+            private.mkdir(parents=True)
+        return SandboxSpec(
+            argv=("/bin/bash", "-c", command),
+            cwd=scope.cwd,
+            mounts=mounts,
+            limits=self.limits,
+            timeout=timeout,
+            private_dir=private,
+        )
+
+    async def _release(self, staged: list[tuple[Mount, Path]], private: Path | None) -> None:
+        """Return clean staging folders for reuse; remove used ones and the private dir."""
+        for _, folder in staged:
+            if _changed(folder):
+                await asyncio.to_thread(shutil.rmtree, folder, True)
+            elif len(self._idle_staging) < _IDLE_STAGING_MAX:
+                self._idle_staging.append(folder)
+            else:
+                shutil.rmtree(folder, True)
+        if private is not None:
+            await asyncio.to_thread(shutil.rmtree, private, True)
 
     def _mount(
         self, scope: Scope, mount: Mount, staged: list[tuple[Mount, Path]], overlay: bool
@@ -384,14 +396,6 @@ def _changed(staging: Path) -> bool:
             return next(entries, None) is not None
     except OSError:
         return False
-
-
-def _unview(text: str, path_map: list[tuple[str, str]]) -> str:
-    """Show the real folders of a backend without a mount view under their virtual
-    names again (longest real path first, so nested mounts map right)."""
-    for virtual, real in sorted(path_map, key=lambda pair: -len(pair[1])):
-        text = text.replace(real, virtual)
-    return text
 
 
 def _ref(sink: OutputSink, scope: Scope, own_virtual: PurePosixPath) -> str | None:

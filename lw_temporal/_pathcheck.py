@@ -41,6 +41,7 @@ from pathlib import PurePosixPath
 import tree_sitter
 import tree_sitter_bash
 
+from ._sandbox._spec import SYSTEM_VIEW
 from ._scope import Mount, Scope
 
 OUTSIDE = "path is outside the allowed roots"
@@ -76,37 +77,12 @@ _NESTING_NODES = frozenset(
     }
 )
 
-#: Read-only system roots the sandbox shows (see the module docstring).
-SYSTEM_READ_ONLY: tuple[str, ...] = (
-    "/usr",
-    "/bin",
-    "/sbin",
-    "/lib",
-    "/lib64",
-    "/etc/ld.so.cache",
-    "/etc/alternatives",
-    "/proc",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/random",
-    "/dev/urandom",
-    "/dev/tty",
-    "/dev/stdin",
-    "/dev/pts",
-    "/dev/ptmx",
-)
+#: What the sandbox shows of the host, read from the one system view the backends use.
+SYSTEM_READ_ONLY: tuple[str, ...] = SYSTEM_VIEW.read_only
 #: Folders that may be listed but hold nothing of their own to allow beyond the above.
-_LISTABLE = ("/", "/dev", "/etc")
+_LISTABLE = SYSTEM_VIEW.listable
 #: Writable places private to one command (discarded when it ends).
-PRIVATE_WRITABLE: tuple[str, ...] = (
-    "/tmp",
-    "/dev/null",
-    "/dev/stdout",
-    "/dev/stderr",
-    "/dev/fd",
-    "/dev/shm",
-    "/proc/self/fd",
-)
+PRIVATE_WRITABLE: tuple[str, ...] = SYSTEM_VIEW.writable
 
 _WRITE_ALL = frozenset(
     {
@@ -694,38 +670,3 @@ def filter_listing(
     except _OverBudget:
         kept.append(LISTING_CUT)
     return "".join(kept)
-
-
-# -- path rewriting (backends without a mount view) ------------------------------------
-
-
-def rewrite_paths(command: str, mapping: list[tuple[str, str]]) -> str:
-    """``command`` with each literal word that starts with a virtual prefix of
-    ``mapping`` (longest first) moved to its replacement. Only words the parser sees
-    as literal are touched; paths built at run time are not, and then do not resolve."""
-    data = command.encode("utf-8", "surrogateescape")
-    tree = _parser().parse(data)
-    pairs = [(v.encode(), r.encode("utf-8", "surrogateescape")) for v, r in mapping]
-    edits: list[tuple[int, int, bytes]] = []
-    stack = [tree.root_node]
-    while stack:
-        node = stack.pop()
-        if node.type in ("heredoc_body", "comment"):
-            continue
-        if node.type in ("word", "string_content", "raw_string"):
-            offset = 1 if node.type == "raw_string" else 0
-            body = (node.text or b"")[offset:]
-            for virtual, real in pairs:
-                if body == virtual or body.startswith(virtual + b"/"):
-                    start = node.start_byte + offset
-                    edits.append((start, start + len(virtual), real))
-                    break
-            continue
-        stack.extend(node.children)
-    pieces: list[bytes] = []
-    done = 0
-    for start, end, real in sorted(edits):
-        pieces += [data[done:start], real]
-        done = end
-    pieces.append(data[done:])
-    return b"".join(pieces).decode("utf-8", "surrogateescape")

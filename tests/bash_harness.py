@@ -29,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from lw_temporal import LittleWorkflowPlugin
     from lw_temporal._bash import BashRequest, BashResult
     from lw_temporal._ids import parse_workflow_id
-    from lw_temporal._sandbox._backends import landlock_abi
+    from lw_temporal._sandbox import landlock_abi
 
 from tests.conftest import pydantic_client
 

@@ -11,7 +11,7 @@ import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal._bash import BashResult
-from lw_temporal._sandbox._backends import landlock_abi
+from lw_temporal._sandbox import landlock_abi
 from tests.test_escape_corpus import (
     ATTEMPTS,
     CONTROLS,

@@ -13,8 +13,7 @@ from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
-from lw_temporal._sandbox import Limits
-from lw_temporal._sandbox._backends import landlock_abi
+from lw_temporal._sandbox import Limits, landlock_abi
 from lw_temporal._sandbox._run import _pids_base
 from tests.bash_harness import Commands, bash_worker
 

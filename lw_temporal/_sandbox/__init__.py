@@ -7,22 +7,27 @@ roles, stores or workflows.
 
 from __future__ import annotations
 
-from ._backends import (
-    LAUNCH_FAILED_MARKER,
-    LAUNCH_FAILED_STATUS,
-    Backend,
-    BwrapBackend,
-    LandlockBackend,
-    SandboxUnavailable,
-    UnsandboxedBackend,
-)
+from ._backends import Backend, SandboxUnavailable, UnsandboxedBackend
+from ._bwrap import BwrapBackend
+from ._landlock import LandlockBackend, landlock_abi
 from ._overlay import UpperChange, UpperRefusal, apply_changes, collect_changes
 from ._run import OutputSink, RunOutcome, run_sandboxed
-from ._spec import DEFAULT_PATH, Limits, MountMode, SandboxMount, SandboxSpec
+from ._spec import (
+    DEFAULT_PATH,
+    SYSTEM_VIEW,
+    Limits,
+    MountMode,
+    SandboxMount,
+    SandboxSpec,
+    SystemView,
+)
+from ._userns import LAUNCH_FAILED_MARKER, LAUNCH_FAILED_STATUS
 
 #: The explicit, loudly named opt-in for running commands without any sandbox.
 UNSANDBOXED = "unsandboxed-dangerous"
-SANDBOX_CHOICES = ("auto", "bwrap", "landlock", UNSANDBOXED)
+#: Landlock on a kernel below ABI 6 (no signal scoping): only when asked for by name.
+LANDLOCK_LEGACY = "landlock-legacy"
+SANDBOX_CHOICES = ("auto", "bwrap", "landlock", LANDLOCK_LEGACY, UNSANDBOXED)
 
 
 def select_backend(choice: str) -> Backend:
@@ -40,8 +45,12 @@ def select_backend(choice: str) -> Backend:
             except SandboxUnavailable as err:
                 reasons.append(f"{candidate.name}: {err}")
         raise SandboxUnavailable("no sandbox backend works here; " + "; ".join(reasons))
-    if choice in ("bwrap", "landlock"):
-        backend: Backend = BwrapBackend() if choice == "bwrap" else LandlockBackend()
+    if choice in ("bwrap", "landlock", LANDLOCK_LEGACY):
+        backend: Backend = (
+            BwrapBackend()
+            if choice == "bwrap"
+            else LandlockBackend(allow_old_abi=choice == LANDLOCK_LEGACY)
+        )
         backend.check()
         return backend
     if choice == UNSANDBOXED:
@@ -53,9 +62,11 @@ def select_backend(choice: str) -> Backend:
 
 __all__ = [
     "DEFAULT_PATH",
+    "LANDLOCK_LEGACY",
     "LAUNCH_FAILED_MARKER",
     "LAUNCH_FAILED_STATUS",
     "SANDBOX_CHOICES",
+    "SYSTEM_VIEW",
     "UNSANDBOXED",
     "Backend",
     "BwrapBackend",
@@ -67,11 +78,13 @@ __all__ = [
     "SandboxMount",
     "SandboxSpec",
     "SandboxUnavailable",
+    "SystemView",
     "UnsandboxedBackend",
     "UpperChange",
     "UpperRefusal",
     "apply_changes",
     "collect_changes",
+    "landlock_abi",
     "run_sandboxed",
     "select_backend",
 ]

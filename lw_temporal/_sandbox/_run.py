@@ -27,9 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, ClassVar
 
-from ._backends import LAUNCH_FAILED_MARKER, LAUNCH_FAILED_STATUS, Backend, Launch
+from ._backends import Backend, Launch
 from ._spec import Limits, SandboxSpec
-from ._userns import LaunchFailed, OverlayNamespace, ThreadMounts
+from ._userns import (
+    LAUNCH_FAILED_MARKER,
+    LAUNCH_FAILED_STATUS,
+    LaunchFailed,
+    OverlayNamespace,
+    ThreadMounts,
+)
 
 _CHUNK = 1 << 16
 

@@ -2,6 +2,9 @@
 
 It names folders, modes and limits only: no roles, no stores, no workflow IDs. The
 caller (``lw.bash``) turns a Scope into this; the backends turn this into a process.
+What the command sees of the host besides its mounts is one value, :data:`SYSTEM_VIEW`:
+the path pre-check classifies paths by it, and both backends build their mount table
+(bwrap) or rule set (Landlock) from it, so the three cannot disagree.
 """
 
 from __future__ import annotations
@@ -45,6 +48,74 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 @dataclass(frozen=True, slots=True)
+class SystemView:
+    """What a sandboxed command sees of the host besides the spec's mounts.
+
+    Only the system folders programs need to run, read-only; two ``/etc`` entries the
+    dynamic loader and ``update-alternatives`` links need (no ``passwd``, no host
+    configuration); ``/proc`` (under bwrap the sandbox's own pid namespace); the
+    harmless device nodes (no disks, no ``/dev/kmsg``); fresh private folders for
+    temporary files; and a fixed environment (nothing of the worker's).
+    """
+
+    #: Host folders shown read-only at the same path.
+    system_dirs: tuple[str, ...] = ("/usr",)
+    #: Compatibility links (path, target relative to ``/``) into ``/usr``.
+    links: tuple[tuple[str, str], ...] = (
+        ("/bin", "usr/bin"),
+        ("/sbin", "usr/sbin"),
+        ("/lib", "usr/lib"),
+        ("/lib64", "usr/lib64"),
+    )
+    #: Single host files shown read-only (absent ones are skipped).
+    etc_files: tuple[str, ...] = ("/etc/ld.so.cache", "/etc/alternatives")
+    proc: str = "/proc"
+    #: Device nodes the command may read (and, for the sinks, write).
+    devices: tuple[str, ...] = (
+        "/dev/null",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/random",
+        "/dev/urandom",
+        "/dev/tty",
+    )
+    #: What a minimal ``/dev`` adds besides the nodes: read-only entries...
+    dev_entries: tuple[str, ...] = ("/dev/stdin", "/dev/pts", "/dev/ptmx")
+    #: ...and the command's own streams, writable.
+    sinks: tuple[str, ...] = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd", "/proc/self/fd")
+    #: Private folders, fresh per command and size-capped: ``TMPDIR`` is the first.
+    private_tmp: tuple[str, ...] = ("/tmp", "/dev/shm")
+    #: Folders that may be listed but hold nothing of their own.
+    listable: tuple[str, ...] = ("/", "/dev", "/etc")
+    #: The environment every command starts from (``HOME`` is its working folder).
+    env: tuple[tuple[str, str], ...] = (("PATH", DEFAULT_PATH), ("LANG", "C.UTF-8"))
+
+    @property
+    def read_only(self) -> tuple[str, ...]:
+        """Every path shown read-only (for the pre-check)."""
+        return (
+            *self.system_dirs,
+            *(path for path, _ in self.links),
+            *self.etc_files,
+            self.proc,
+            *(d for d in self.devices if d not in self.sinks),
+            *self.dev_entries,
+        )
+
+    @property
+    def writable(self) -> tuple[str, ...]:
+        """Every path writable but private to one command (for the pre-check)."""
+        return (*self.private_tmp, *self.sinks)
+
+    def environment(self, home: str, tmpdir: str) -> dict[str, str]:
+        return {**dict(self.env), "HOME": home, "TMPDIR": tmpdir}
+
+
+#: The one system view of this package (see :class:`SystemView`).
+SYSTEM_VIEW = SystemView()
+
+
+@dataclass(frozen=True, slots=True)
 class SandboxSpec:
     argv: tuple[str, ...]
     cwd: PurePosixPath
@@ -55,6 +126,7 @@ class SandboxSpec:
     #: A folder private to this command that the backend may use (and the caller
     #: removes afterwards), e.g. for a symlink view of the mounts.
     private_dir: Path | None = None
+    system: SystemView = SYSTEM_VIEW
 
     def real_of(self, virtual: PurePosixPath) -> Path | None:
         """The real folder behind a virtual path (for backends without a mount view)."""

@@ -1,0 +1,183 @@
+"""The bubblewrap backend: a mount namespace holding exactly the spec and the system view.
+
+A new mount namespace whose only contents are the spec's mounts plus the
+:class:`SystemView` (``/usr`` and its links, two ``/etc`` entries, a fresh ``/proc``, a
+minimal ``/dev``, size-capped ``/tmp`` and ``/dev/shm``); new user (no capabilities, no
+nested user namespaces), pid, ipc, uts, cgroup and network namespaces; a new session
+(no TIOCSTI into the worker's terminal); a cleared environment. Overlay mounts need a
+mount that bwrap 0.8 cannot make, so the runner mounts them in a mount namespace that
+bwrap starts from (:mod:`._userns`), and bwrap binds the merged folders.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from pathlib import PurePosixPath
+
+from ._backends import Backend, Launch, SandboxUnavailable
+from ._spec import Limits, MountMode, SandboxMount, SandboxSpec, SystemView
+from ._userns import Overlay
+
+_SANDBOX_UID = "1000"
+
+
+class BwrapBackend(Backend):
+    name = "bwrap"
+
+    def __init__(self, bwrap: str | None = None) -> None:
+        self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
+
+    def check(self) -> None:
+        _probe_bwrap(self.bwrap)
+
+    def bwrap_argv(
+        self, spec: SandboxSpec, *, merged: dict[str, str] | None = None, args_fd: int | None = None
+    ) -> tuple[list[str], bytes | None]:
+        """The bwrap command line; ``merged`` maps overlay targets to mounted folders.
+
+        With ``args_fd`` the options travel through that pipe (bwrap ``--args``), so
+        the sandbox's pid 1 shows no host paths in its ``/proc/1/cmdline``."""
+        options = _bwrap_options(
+            spec.system,
+            spec.mounts,
+            spec.cwd,
+            spec.limits,
+            tuple(spec.env.items()),
+            tuple(sorted((merged or {}).items())),
+        )
+        command = ["--", *spec.argv]
+        if args_fd is None:
+            return [self.bwrap, *options[0], *command], None
+        return [self.bwrap, "--args", str(args_fd), *command], options[1]
+
+    def launch(self, spec: SandboxSpec, args_fd: int) -> Launch:
+        overlays = [m for m in spec.mounts if m.mode is MountMode.OVERLAY]
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+        if not overlays:
+            argv, payload = self.bwrap_argv(spec, args_fd=args_fd)
+            return Launch(argv, env, payload=payload, gated=True)
+        merged: dict[str, str] = {}
+        mounts: list[Overlay] = []
+        for mount in overlays:
+            assert mount.staging is not None
+            lower, upper = str(mount.source), str(mount.staging / "upper")
+            work, target = str(mount.staging / "work"), str(mount.staging / "merged")
+            for path in (lower, upper, work):
+                if any(c in path for c in ",:\\"):
+                    raise SandboxUnavailable(
+                        f"overlay folder {path!r} contains ',', ':' or '\\', which overlay "
+                        "mount options cannot carry; use a data dir without them"
+                    )
+            options = f"userxattr,lowerdir={lower},upperdir={upper},workdir={work}"
+            mounts.append((str(mount.target), target, options))
+            merged[str(mount.target)] = target
+        argv, payload = self.bwrap_argv(spec, merged=merged, args_fd=args_fd)
+        return Launch(argv, env, payload=payload, gated=True, overlays=tuple(mounts))
+
+
+def system_options(system: SystemView, limits: Limits) -> list[str]:
+    """The bwrap options that show :class:`SystemView` (mounts only, no identity)."""
+    argv: list[str] = []
+    for path in system.system_dirs:
+        argv += ["--ro-bind", path, path]
+    for path, target in system.links:
+        if os.path.isdir(os.path.join("/", target)):
+            argv += ["--symlink", target, path]
+    for path in system.etc_files:
+        argv += ["--ro-bind-try", path, path]
+    argv += ["--proc", system.proc, "--dev", "/dev"]
+    for path in system.private_tmp:
+        if path.startswith("/dev/"):
+            argv += ["--size", str(limits.tmp_size), "--tmpfs", path]
+    argv += ["--remount-ro", "/dev"]
+    for path in system.private_tmp:
+        if not path.startswith("/dev/"):
+            argv += ["--size", str(limits.tmp_size), "--tmpfs", path]
+    return argv
+
+
+@functools.lru_cache(maxsize=256)
+def _bwrap_options(
+    system: SystemView,
+    mounts: tuple[SandboxMount, ...],
+    cwd: PurePosixPath,
+    limits: Limits,
+    extra_env: tuple[tuple[str, str], ...],
+    merged_items: tuple[tuple[str, str], ...],
+) -> tuple[tuple[str, ...], bytes]:
+    """bwrap's options (and their ``--args`` encoding), the same for every command of
+    one scope: built once per scope, not per command."""
+    merged = dict(merged_items)
+    env = system.environment(str(cwd), system.private_tmp[0])
+    env.update(extra_env)
+    argv = [
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--uid",
+        _SANDBOX_UID,
+        "--gid",
+        _SANDBOX_UID,
+        "--cap-drop",
+        "ALL",
+        "--hostname",
+        "sandbox",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+    ]
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    argv += system_options(system, limits)
+    for mount in sorted(mounts, key=lambda m: len(m.target.parts)):
+        target = str(mount.target)
+        if mount.mode is MountMode.RO:
+            argv += ["--ro-bind", str(mount.source), target]
+        elif mount.mode is MountMode.RW:
+            argv += ["--bind", str(mount.source), target]
+        else:
+            argv += ["--bind", merged[target], target]
+    argv += ["--remount-ro", "/", "--chdir", str(cwd)]
+    payload = b"".join(a.encode("utf-8", "surrogateescape") + b"\0" for a in argv)
+    return tuple(argv), payload
+
+
+@functools.cache
+def _probe_bwrap(bwrap: str) -> None:
+    if not os.path.exists(bwrap):
+        raise SandboxUnavailable(
+            f"bubblewrap not found at {bwrap}; install it (Debian/Ubuntu: apt-get install "
+            "bubblewrap) or choose LittleWorkflowPlugin(sandbox='landlock')"
+        )
+    probe = [
+        bwrap,
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        *(["--symlink", "usr/lib64", "/lib64"] if os.path.isdir("/usr/lib64") else []),
+        "--proc",
+        "/proc",
+        "--",
+        "/usr/bin/true",
+    ]
+    try:
+        done = subprocess.run(probe, capture_output=True, timeout=30, env={}, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise SandboxUnavailable(f"bubblewrap could not start: {err}") from None
+    if done.returncode != 0:
+        raise SandboxUnavailable(
+            "bubblewrap cannot create namespaces here ("
+            + done.stderr.decode(errors="replace").strip()
+            + "); allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1"
+            " / a container seccomp profile that permits clone(CLONE_NEWUSER)) or choose "
+            "LittleWorkflowPlugin(sandbox='landlock')"
+        )

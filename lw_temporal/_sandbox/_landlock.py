@@ -1,0 +1,145 @@
+"""The Landlock backend (a kernel LSM): for hosts where user namespaces are blocked.
+
+What it gives: file access limited to the mounts (read-only ones without any write
+right) and the :class:`SystemView` (read-only; the device nodes readable and the sinks
+writable), a private ``TMPDIR``; no TCP bind or connect (ABI 4+); no abstract unix
+sockets or signals outside the sandbox (ABI 6+); no new privileges and no
+capabilities; a cleared environment; every descendant killed when the command ends.
+
+What it gives less than bwrap: no mount namespace, so the command's literal
+``/mnt/...`` words are rewritten to the real folders (:mod:`._pathview`; ``/mnt``
+itself to a folder of symlinks, which ``find`` does not follow without ``-L``) and real
+paths are mapped back in the output, but a path built at run time under ``/mnt`` does
+not resolve and ``pwd -P`` shows real paths; writable memory mounts are read-only (no
+overlay to stage writes in: use ``lw.memory.*``); no pid, ipc or uts namespace (other
+processes are visible in ``/proc``, though not signalable or traceable); the real
+``/tmp`` is not visible.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import _pathview
+from ._backends import Backend, Launch, SandboxUnavailable
+from ._spec import MountMode, SandboxSpec
+
+EXECUTE = 1 << 0
+WRITE_FILE = 1 << 1
+READ_FILE = 1 << 2
+READ_DIR = 1 << 3
+TRUNCATE = 1 << 14
+#: Handled filesystem rights per Landlock ABI (index = ABI version).
+_FS_BY_ABI = (0, (1 << 13) - 1, (1 << 14) - 1, (1 << 15) - 1, (1 << 15) - 1, (1 << 16) - 1)
+READ = EXECUTE | READ_FILE | READ_DIR
+DEVICE = READ_FILE | WRITE_FILE | TRUNCATE
+_NET_TCP = (1 << 0) | (1 << 1)
+_SCOPES = (1 << 0) | (1 << 1)
+#: The first ABI that scopes signals and abstract unix sockets to the sandbox.
+SCOPED_ABI = 6
+_LAUNCHER = Path(__file__).with_name("_landlock_launch.py")
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, 0 when Landlock is unavailable."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    version = libc.syscall(444, None, ctypes.c_size_t(0), 1)
+    return max(int(version), 0)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """One command's Landlock ruleset: what is handled, and the allowed paths."""
+
+    handled_fs: int
+    handled_net: int
+    scoped: int
+    rules: tuple[tuple[str, int], ...]
+
+    @property
+    def attr_size(self) -> int:
+        return 24 if self.scoped else 16 if self.handled_net else 8
+
+
+def ruleset(spec: SandboxSpec, abi: int, tmp: Path | None) -> RuleSet:
+    """The rules for ``spec`` on a kernel with Landlock ``abi`` (pure: no I/O)."""
+    system = spec.system
+    fs_all = _FS_BY_ABI[min(abi, len(_FS_BY_ABI) - 1)]
+    rules: list[tuple[str, int]] = [
+        (p, READ) for p in (*system.system_dirs, *(p for p, _ in system.links))
+    ]
+    rules += [(p, READ) for p in (*system.etc_files, system.proc)]
+    rules += [(p, DEVICE if p in system.sinks else READ_FILE) for p in system.devices]
+    for mount in spec.mounts:
+        rules.append((str(mount.source), fs_all if mount.mode is MountMode.RW else READ))
+    rules.append((str(_pathview.view_dir(spec)), READ))
+    if tmp is not None:
+        rules.append((str(tmp), fs_all))
+    return RuleSet(
+        handled_fs=fs_all,
+        handled_net=_NET_TCP if abi >= 4 else 0,
+        scoped=_SCOPES if abi >= SCOPED_ABI else 0,
+        rules=tuple(rules),
+    )
+
+
+class LandlockBackend(Backend):
+    """Landlock, seccomp and a separate identity; what it gives is in the module docstring.
+
+    ``allow_old_abi`` accepts kernels below ABI 6 (no signal or abstract-socket
+    scoping); nothing picks them without it."""
+
+    name = "landlock"
+    has_mount_view = False
+
+    def __init__(self, *, allow_old_abi: bool = False) -> None:
+        self.abi = 0
+        self.allow_old_abi = allow_old_abi
+
+    def check(self) -> None:
+        self.abi = landlock_abi()
+        if self.abi < 1:
+            raise SandboxUnavailable(
+                "Landlock is not enabled in this kernel (needs Linux 5.13+ with "
+                "CONFIG_SECURITY_LANDLOCK and 'landlock' in the lsm= boot list)"
+            )
+        if self.abi < SCOPED_ABI and not self.allow_old_abi:
+            raise SandboxUnavailable(
+                f"this kernel's Landlock ABI is {self.abi}; below {SCOPED_ABI} a command could "
+                "signal any process of the worker's user (and below 4 open TCP connections); "
+                "use Linux 6.12+, bubblewrap, or opt in with sandbox='landlock-legacy'"
+            )
+
+    def present(self, spec: SandboxSpec, text: str) -> str:
+        return _pathview.untranslated(spec, text)
+
+    def launch(self, spec: SandboxSpec, args_fd: int) -> Launch:
+        view = _pathview.build_view(spec)
+        spec = _pathview.translated(spec)
+        tmp = spec.private_dir / "tmp" if spec.private_dir else None
+        if tmp is not None:
+            tmp.mkdir(parents=True, exist_ok=True)
+        rules = ruleset(spec, self.abi, tmp)
+        cwd = spec.real_of(spec.cwd) or view
+        env = spec.system.environment(str(cwd), str(tmp) if tmp else "/nonexistent")
+        env["PWD"] = str(cwd)
+        env.update(spec.env)
+        payload = {
+            "handled_fs": rules.handled_fs,
+            "handled_net": rules.handled_net,
+            "scoped": rules.scoped,
+            "attr_size": rules.attr_size,
+            "rules": rules.rules,
+            "cwd": str(cwd),
+            "argv": list(spec.argv),
+            "env": env,
+        }
+        argv = [sys.executable, "-I", "-S", str(_LAUNCHER), str(args_fd)]
+        return Launch(
+            argv, {"PATH": "/usr/bin:/bin"}, payload=json.dumps(payload).encode(), gated=True
+        )
