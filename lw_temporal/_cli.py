@@ -16,7 +16,9 @@ from collections.abc import Callable, Coroutine, Sequence
 from datetime import timedelta
 from typing import Any
 
+from ._live import add_live_commands
 from ._memory._cli import add_memory_commands
+from ._telemetry._worker import add_worker_options
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 
@@ -32,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dream(sub)
     _add_gc(sub)
     add_memory_commands(sub)
+    add_live_commands(sub)
     return parser
 
 
@@ -75,12 +78,14 @@ def _add_worker(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         action="store_true",
         help="the server has the LwRole/LwDefinition keyword search attributes",
     )
+    add_worker_options(worker)
 
     async def handler(args: argparse.Namespace) -> int:
         from temporalio.client import Client
         from temporalio.worker import Worker
 
         from ._plugin import LittleWorkflowPlugin
+        from ._telemetry._worker import flush_tracing, plugin_options, worker_runtime
 
         options: dict[str, Any] = {"search_attributes_registered": args.search_attributes}
         if args.model is not None:
@@ -89,8 +94,11 @@ def _add_worker(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
             options["model"] = model() if not hasattr(model, "next_turn") else model
         if args.sandbox is not None:
             options["sandbox"] = args.sandbox
+        options.update(plugin_options(args))
         plugin = LittleWorkflowPlugin(args.data_dir, load_object(args.definitions), **options)
-        client = await Client.connect(args.address, namespace=args.namespace, plugins=[plugin])
+        client = await Client.connect(
+            args.address, namespace=args.namespace, plugins=[plugin], runtime=worker_runtime(args)
+        )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -102,6 +110,7 @@ def _add_worker(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                 flush=True,
             )
             await stop.wait()
+        flush_tracing()
         print("lw-temporal worker: stopped", flush=True)
         return 0
 

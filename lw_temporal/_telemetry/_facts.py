@@ -260,10 +260,12 @@ class Facts:
         self.attributes["lw.memory.bytes"] = written
         if op in ("delete", "rmdir") or getattr(result, "replayed", False):
             return
+        # What this call wrote (an append's text, not the file it grew).
+        content_bytes = self.attributes.get("lw.memory.content_bytes")
         self.count(
             "lw_memory_bytes_written",
             "bytes written to memory stores",
-            written,
+            content_bytes if isinstance(content_bytes, int) else written,
             store_kind=str(self.attributes.get("lw.memory.store", "unknown")),
         )
 

@@ -110,6 +110,8 @@ def telemetry_interceptors(
     ``True`` or a ``TracerProvider`` (OpenTelemetry is imported only then)."""
     name = getattr(model, "model", None)
     model_name = name if isinstance(name, str) and name else None
+    if model_name is None and model is not None:
+        model_name = type(model).__name__
     if tracing is False or tracing is None:
         return [TelemetryInterceptor(model_name=model_name)]
     from ._tracing import tracing_interceptors

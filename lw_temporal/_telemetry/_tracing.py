@@ -9,7 +9,8 @@ definition, workflow id) and per activity (see :mod:`._facts`).
 (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``,
 ``OTEL_EXPORTER_OTLP_HEADERS``, ``OTEL_EXPORTER_OTLP_PROTOCOL``, ``OTEL_SERVICE_NAME``,
 ``OTEL_TRACES_EXPORTER``, ``OTEL_SDK_DISABLED``), or uses the application's own SDK
-tracer provider when one is already set globally. A ``TracerProvider`` is used as given.
+tracer provider when one is already set globally (else it sets its own globally). A
+``TracerProvider`` is used as given.
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ def default_tracer_provider() -> TracerProvider | None:
     exporter = _exporter()
     if exporter is not None:
         provider.add_span_processor(BatchSpanProcessor(exporter))
+    # Global, so spans of instrumented libraries (HTTP clients of the model SDKs) and
+    # of later callers in this process join the same export.
+    opentelemetry.trace.set_tracer_provider(provider)
     return provider
 
 

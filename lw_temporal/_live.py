@@ -1,0 +1,363 @@
+"""``lw-temporal run`` and ``lw-temporal status``: a run's tree, live, in the terminal.
+
+``run`` starts a planner run of one definition (or, with ``--pipeline``, an
+orchestrator) on a server whose workers serve it, then follows the tree the
+``lw.progress`` query describes until the run closes: each agent's role, definition,
+turn, what it is doing and its tokens. On a terminal the tree is redrawn in place;
+piped, each change is one plain line, so logs stay readable. ``status`` prints one
+snapshot of a tree. Both exit non-zero naming every workflow of the tree that failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import secrets
+import sys
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.failure.v1 import Failure
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowHistoryEventFilterType,
+)
+from temporalio.service import RPCError, RPCStatusCode
+
+from ._ids import InvalidWorkflowId, RunId, check_definition_id
+from ._workflows import PROGRESS_QUERY, AgentInput, AgentResult, Progress
+
+Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+
+#: Seconds between two looks at a live tree.
+POLL_SECONDS = 0.5
+#: Workflows of one tree shown (a pipeline with more steps says how many it left out).
+TREE_LIMIT = 200
+
+_CLOSED_LABEL = {
+    WorkflowExecutionStatus.COMPLETED: "finished",
+    WorkflowExecutionStatus.FAILED: "FAILED",
+    WorkflowExecutionStatus.CANCELED: "CANCELED",
+    WorkflowExecutionStatus.TERMINATED: "TERMINATED",
+    WorkflowExecutionStatus.TIMED_OUT: "TIMED OUT",
+    WorkflowExecutionStatus.CONTINUED_AS_NEW: "continued as new",
+}
+_FAILED = {
+    WorkflowExecutionStatus.FAILED,
+    WorkflowExecutionStatus.CANCELED,
+    WorkflowExecutionStatus.TERMINATED,
+    WorkflowExecutionStatus.TIMED_OUT,
+}
+
+
+@dataclass(frozen=True)
+class Node:
+    """One workflow of a tree as the server and its ``lw.progress`` query tell it."""
+
+    workflow_id: str
+    depth: int
+    progress: Progress | None
+    status: WorkflowExecutionStatus | None
+
+    @property
+    def failed(self) -> bool:
+        return self.status in _FAILED
+
+    def line(self) -> str:
+        name = self.workflow_id if self.depth == 0 else self.workflow_id.rsplit("/", 1)[-1]
+        indent = "  " * self.depth
+        progress = self.progress
+        if progress is None:
+            label = _CLOSED_LABEL.get(self.status, "starting") if self.status else "starting"
+            return f"{indent}{name}  {label}"
+        what = f"{progress.role.value} {progress.definition_id or 'pipeline'}"
+        status = self.status
+        closed = status is not None and status is not WorkflowExecutionStatus.RUNNING
+        state = (
+            _CLOSED_LABEL.get(status, progress.status)
+            if closed and status is not None
+            else progress.status
+        )
+        if not closed and progress.running:
+            state += f" ({', '.join(progress.running)})"
+        # Live: the turn being taken; closed: how many it took.
+        turns = (
+            f"{progress.turn} turns"
+            if closed
+            else f"turn {progress.turn + 1}"
+            + (f"/{progress.max_turns}" if progress.max_turns else "")
+        )
+        parts = [f"{indent}{name}  {what}  {state}  {turns}"]
+        tokens = _tokens(progress)
+        if tokens:
+            parts.append(tokens)
+        if progress.failed_tools:
+            parts.append(f"{progress.failed_tools} failed tool calls")
+        if closed and progress.summary:
+            parts.append(_one_line(progress.summary, 80))
+        return "  ".join(parts)
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _tokens(progress: Progress) -> str:
+    """``tokens 1200 in / 340 out (800 cached)`` once the progress reports usage."""
+    usage = getattr(progress, "usage", None)
+    if usage is None:
+        return ""
+    count = {
+        kind: getattr(usage, name, None)
+        for kind, name in (("in", "input_tokens"), ("out", "output_tokens"))
+    }
+    cached = getattr(usage, "cached_tokens", None) or getattr(usage, "cache_read_tokens", None)
+    if not any(isinstance(v, int) and v for v in (*count.values(), cached)):
+        return ""
+    text = f"tokens {count['in'] or 0} in / {count['out'] or 0} out"
+    return text + (f" ({cached} cached)" if cached else "")
+
+
+async def _node(client: Client, workflow_id: str, depth: int) -> Node | None:
+    handle = client.get_workflow_handle(workflow_id)
+    try:
+        status = (await handle.describe()).status
+    except RPCError as err:
+        if err.status is RPCStatusCode.NOT_FOUND:
+            return None if depth == 0 else Node(workflow_id, depth, None, None)
+        raise
+    progress: Progress | None = None
+    with contextlib.suppress(RPCError, WorkflowFailureError):
+        progress = await handle.query(PROGRESS_QUERY, result_type=Progress)
+    return Node(workflow_id, depth, progress, status)
+
+
+async def fetch_tree(client: Client, root: str) -> list[Node] | None:
+    """The tree under ``root`` in depth-first order, or None when ``root`` does not exist."""
+    nodes: list[Node] = []
+    pending: list[tuple[str, int]] = [(root, 0)]
+    while pending and len(nodes) < TREE_LIMIT:
+        workflow_id, depth = pending.pop()
+        node = await _node(client, workflow_id, depth)
+        if node is None:
+            return None
+        nodes.append(node)
+        children = node.progress.children if node.progress else []
+        pending += [(child, depth + 1) for child in reversed(children)]
+    return nodes
+
+
+async def failure_message(client: Client, workflow_id: str) -> str:
+    """Why a closed workflow failed, from its close event (every cause, outermost first)."""
+    handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(workflow_id)
+    async for event in handle.fetch_history_events(
+        event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT
+    ):
+        if event.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+            return EventType.Name(event.event_type).removeprefix("EVENT_TYPE_WORKFLOW_EXECUTION_")
+        failure: Failure | None = event.workflow_execution_failed_event_attributes.failure
+        messages = []
+        while failure is not None and failure.message:
+            messages.append(failure.message)
+            failure = failure.cause if failure.HasField("cause") else None
+        return " <- ".join(messages) or "failed"
+    return "failed"
+
+
+class Screen:
+    """Redraws the tree in place on a terminal; prints each change once when piped."""
+
+    def __init__(self, out: TextIO, *, live: bool | None = None) -> None:
+        self.out = out
+        self.live = out.isatty() if live is None else live
+        self.started = time.monotonic()
+        self._drawn = 0
+        self._last: dict[str, str] = {}
+
+    def show(self, nodes: list[Node]) -> None:
+        if self.live:
+            lines = [node.line() for node in nodes]
+            clear = f"\x1b[{self._drawn}F\x1b[J" if self._drawn else ""
+            self.out.write(clear + "".join(f"{line}\n" for line in lines))
+            self._drawn = len(lines)
+        else:
+            elapsed = time.monotonic() - self.started
+            for node in nodes:
+                line = node.line()
+                if self._last.get(node.workflow_id) != line:
+                    self._last[node.workflow_id] = line
+                    self.out.write(f"[{elapsed:6.1f}s] {line}\n")
+        self.out.flush()
+
+    def final(self, nodes: list[Node]) -> None:
+        if self.live:
+            self.show(nodes)
+            return
+        self.out.write("run tree:\n" + "".join(f"{node.line()}\n" for node in nodes))
+        self.out.flush()
+
+
+async def report_failures(client: Client, nodes: list[Node]) -> int:
+    """Name every failed workflow of the tree (deepest first) on stderr; the exit code."""
+    failed = sorted((n for n in nodes if n.failed), key=lambda n: -n.depth)
+    for node in failed:
+        why = await failure_message(client, node.workflow_id)
+        print(f"lw-temporal: workflow {node.workflow_id} failed: {why}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+async def follow(client: Client, root: str, screen: Screen, done: asyncio.Event) -> list[Node]:
+    """Show the tree under ``root`` until ``done`` is set; return its last snapshot."""
+    nodes: list[Node] = []
+    while True:
+        finished = done.is_set()
+        nodes = await fetch_tree(client, root) or nodes
+        if finished:
+            return nodes
+        screen.show(nodes)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done.wait(), POLL_SECONDS)
+
+
+def new_token() -> str:
+    """A fresh run token: readable time first, then randomness against collisions."""
+    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+def run_id_for(args: argparse.Namespace) -> tuple[RunId, str]:
+    """The workflow ID and the task of ``lw-temporal run``'s positional arguments."""
+    words: list[str] = args.words
+    expected = 1 if args.pipeline else 2
+    if len(words) != expected:
+        usage = (
+            'lw-temporal run --pipeline "<task>"'
+            if args.pipeline
+            else 'lw-temporal run <definition> "<task>"'
+        )
+        raise SystemExit(f"lw-temporal run: expected {usage}, got {len(words)} arguments")
+    token = args.id or new_token()
+    try:
+        if args.pipeline:
+            return RunId.orchestrator(token), words[0]
+        return RunId.planner(check_definition_id(words[0]), token), words[1]
+    except (InvalidWorkflowId, ValueError) as err:
+        raise SystemExit(f"lw-temporal run: {err}") from None
+
+
+async def connect(args: argparse.Namespace) -> Client:
+    """A client with the pydantic converter; with ``--tracing``, Temporal's tracing
+    interceptor too, so the run's trace starts here."""
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    interceptors: list[Any] = []
+    if getattr(args, "tracing", False):
+        from temporalio.contrib.opentelemetry import TracingInterceptor
+
+        from ._telemetry._tracing import TRACER_NAME, default_tracer_provider
+
+        provider = default_tracer_provider()
+        if provider is not None:
+            interceptors.append(TracingInterceptor(provider.get_tracer(TRACER_NAME)))
+    return await Client.connect(
+        args.address,
+        namespace=args.namespace,
+        data_converter=pydantic_data_converter,
+        interceptors=interceptors,
+    )
+
+
+def _ended(code: int) -> int:
+    """The command ends with os._exit: export its spans first."""
+    from ._telemetry._worker import flush_tracing
+
+    flush_tracing()
+    return code
+
+
+async def run_command(args: argparse.Namespace) -> int:
+    run_id, task = run_id_for(args)
+    workflow_id = str(run_id)
+    client = await connect(args)
+    screen = Screen(sys.stdout)
+    print(f"starting {run_id.workflow_type} {workflow_id} on task queue {args.task_queue}")
+    handle = await client.start_workflow(
+        run_id.workflow_type,
+        AgentInput(task=task),
+        id=workflow_id,
+        task_queue=args.task_queue,
+        result_type=AgentResult,
+    )
+    done = asyncio.Event()
+    watcher = asyncio.create_task(follow(client, workflow_id, screen, done))
+    result: AgentResult | None = None
+    try:
+        result = await handle.result()
+    except WorkflowFailureError:
+        pass  # named below, with the rest of the tree's failures
+    finally:
+        done.set()
+    nodes = await watcher
+    screen.final(nodes)
+    code = await report_failures(client, nodes)
+    if result is not None:
+        print(f"{workflow_id} finished in {time.monotonic() - screen.started:.1f}s: ", end="")
+        print(_one_line(result.summary, 400))
+    elif not code:
+        why = await failure_message(client, workflow_id)
+        print(f"lw-temporal: workflow {workflow_id} failed: {why}", file=sys.stderr)
+        code = 1
+    return _ended(code)
+
+
+async def status_command(args: argparse.Namespace) -> int:
+    client = await connect(args)
+    nodes = await fetch_tree(client, args.workflow_id)
+    if nodes is None:
+        print(
+            f"lw-temporal status: no workflow {args.workflow_id!r} in namespace "
+            f"{args.namespace} on {args.address}",
+            file=sys.stderr,
+        )
+        return 1
+    Screen(sys.stdout, live=False).final(nodes)
+    return await report_failures(client, nodes)
+
+
+def add_live_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from ._cli import _add_connection, _then_exit
+
+    run = sub.add_parser(
+        "run",
+        help="start a run on a server and show its tree live until it ends",
+        description=(
+            'lw-temporal run <definition> "<task>" starts a planner run of one workflow '
+            'definition; lw-temporal run --pipeline "<task>" starts an orchestrator. '
+            "A worker serving the definitions must be polling --task-queue. Exits 0 when "
+            "the run and every workflow it started succeeded, 1 naming each that failed."
+        ),
+    )
+    run.add_argument("words", nargs="+", metavar="[definition] task")
+    run.add_argument("--pipeline", action="store_true", help="start an orchestrator")
+    _add_connection(run)
+    run.add_argument("--task-queue", default="lw")
+    run.add_argument("--id", default=None, help="the run token (default: time and random)")
+    run.add_argument(
+        "--tracing",
+        action="store_true",
+        help="start the run's trace here (OpenTelemetry, exported by the OTEL_* variables)",
+    )
+    run.set_defaults(handler=_then_exit(run_command))
+
+    status = sub.add_parser("status", help="show one snapshot of a run's tree")
+    status.add_argument("workflow_id")
+    _add_connection(status)
+    status.set_defaults(handler=_then_exit(status_command))

@@ -1,0 +1,243 @@
+"""``lw-temporal run`` starts a run on a server, follows its tree until it ends and
+exits 0 when everything in it succeeded, non-zero naming each workflow that failed;
+``lw-temporal status`` shows one snapshot. Piped, the tree is plain lines; on a
+terminal it is redrawn in place. The worker here is ``lw-temporal worker`` itself,
+with its Prometheus endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pty
+import re
+import socket
+import sys
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from temporalio.testing import WorkflowEnvironment
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = str(Path(sys.executable).parent / "lw-temporal")
+TASK_QUEUE = "live-run"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _address(env: WorkflowEnvironment) -> str:
+    return env.client.service_client.config.target_host
+
+
+@pytest_asyncio.fixture(scope="module")
+async def metrics_port(
+    dev_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[int]:
+    """A real ``lw-temporal worker`` process serving the test definitions."""
+    port = _free_port()
+    data_dir = tmp_path_factory.mktemp("live-data")
+    worker = await asyncio.create_subprocess_exec(
+        CLI,
+        "worker",
+        "--address",
+        _address(dev_env),
+        "--task-queue",
+        TASK_QUEUE,
+        "--data-dir",
+        str(data_dir),
+        "--definitions",
+        "tests._live_support:DEFINITIONS",
+        "--model",
+        "tests._live_support:MODEL",
+        "--metrics-port",
+        str(port),
+        "--metrics-host",
+        "127.0.0.1",
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        # The console script does not put the working directory on sys.path.
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert worker.stdout is not None
+    line = await asyncio.wait_for(worker.stdout.readline(), timeout=60)
+    assert line.startswith(b"ready:"), line
+    try:
+        yield port
+    finally:
+        worker.terminate()
+        await asyncio.wait_for(worker.wait(), timeout=30)
+
+
+async def lw(env: WorkflowEnvironment, *args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        CLI,
+        *args,
+        "--address",
+        _address(env),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_a_run_that_succeeds_shows_its_tree_and_exits_0(
+    dev_env: WorkflowEnvironment, metrics_port: int
+) -> None:
+    code, out, err = await lw(
+        dev_env, "run", "steady", "Do it.", "--task-queue", TASK_QUEUE, "--id", "ok-1"
+    )
+    assert code == 0, (out, err)
+    assert "starting lw.Planner run_steady@ok-1" in out
+    # Piped: plain timestamped lines as the tree changes, then the final tree.
+    assert re.search(r"^\[\s*\d+\.\ds\] run_steady@ok-1  planner steady  ", out, re.M)
+    assert "\x1b[" not in out
+    tree = out[out.index("run tree:") :]
+    assert re.search(r"^run_steady@ok-1  planner steady  finished  3 turns  ", tree, re.M)
+    for step in ("step_1", "step_2"):
+        assert re.search(rf"^  {step}  worker steady  finished  2 turns  step done", tree, re.M)
+    assert "run_steady@ok-1 finished in" in out and out.rstrip().endswith("steady done")
+    assert err == ""
+
+    code, out, err = await lw(dev_env, "status", "run_steady@ok-1")
+    assert code == 0, err
+    assert "run_steady@ok-1  planner steady  finished" in out
+    assert "  step_2  worker steady  finished" in out
+
+
+async def test_a_pipeline_run_shows_planners_under_the_orchestrator(
+    dev_env: WorkflowEnvironment, metrics_port: int
+) -> None:
+    code, out, err = await lw(
+        dev_env, "run", "--pipeline", "Go.", "--task-queue", TASK_QUEUE, "--id", "p-1"
+    )
+    assert code == 0, (out, err)
+    tree = out[out.index("run tree:") :]
+    assert re.search(r"^pipeline_p-1  orchestrator pipeline  finished", tree, re.M)
+    assert re.search(r"^  run_steady@1  planner steady  finished", tree, re.M)
+    assert re.search(r"^    step_1  worker steady  finished", tree, re.M)
+
+
+async def test_a_failing_step_is_named_and_the_exit_code_is_non_zero(
+    dev_env: WorkflowEnvironment, metrics_port: int
+) -> None:
+    code, out, err = await lw(
+        dev_env, "run", "shaky", "Try.", "--task-queue", TASK_QUEUE, "--id", "bad-1"
+    )
+    assert code == 1, (out, err)
+    assert "  step_1  FAILED" in out or re.search(r"step_1  worker shaky  FAILED", out)
+    assert "lw-temporal: workflow run_shaky@bad-1/steps/step_1 failed: " in err
+    assert "ScriptedModel has no script for definition 'shaky'" in err
+
+    code, out, err = await lw(dev_env, "status", "run_shaky@bad-1")
+    assert code == 1
+    assert "run_shaky@bad-1/steps/step_1 failed" in err
+
+
+async def test_a_run_that_fails_names_its_workflow(
+    dev_env: WorkflowEnvironment, metrics_port: int
+) -> None:
+    code, out, err = await lw(
+        dev_env,
+        "run",
+        "unserved",
+        "Nobody serves this.",
+        "--task-queue",
+        TASK_QUEUE,
+        "--id",
+        "x-1",
+    )
+    assert code == 1, (out, err)
+    assert "lw-temporal: workflow run_unserved@x-1 failed: " in err
+    assert "unserved" in err.split("failed: ", 1)[1]
+
+
+async def test_bad_arguments_and_unknown_workflows_are_clear_errors(
+    dev_env: WorkflowEnvironment,
+) -> None:
+    code, _, err = await lw(dev_env, "run", "Not A Definition", "task")
+    assert code != 0 and "definition" in err
+    code, _, err = await lw(dev_env, "run", "--pipeline", "a", "b")
+    assert code != 0 and 'lw-temporal run --pipeline "<task>"' in err
+    code, _, err = await lw(dev_env, "status", "run_nothing@here")
+    assert code == 1 and "no workflow 'run_nothing@here'" in err
+
+
+async def test_on_a_terminal_the_tree_is_redrawn_in_place(
+    dev_env: WorkflowEnvironment, metrics_port: int
+) -> None:
+    leader, follower = pty.openpty()
+    process = await asyncio.create_subprocess_exec(
+        CLI,
+        "run",
+        "steady",
+        "Do it.",
+        "--task-queue",
+        TASK_QUEUE,
+        "--id",
+        "tty-1",
+        "--address",
+        _address(dev_env),
+        cwd=ROOT,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    chunks: list[bytes] = []
+
+    def read_all() -> None:
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = asyncio.get_running_loop().run_in_executor(None, read_all)
+    assert await asyncio.wait_for(process.wait(), timeout=120) == 0
+    await asyncio.wait_for(reader, timeout=30)
+    os.close(leader)
+    screen = b"".join(chunks).decode()
+    assert "\x1b[" in screen and "F\x1b[J" in screen  # cursor up, clear below
+    assert "run tree:" not in screen and "[  " not in screen
+    assert "step_2  worker steady  finished" in screen
+
+
+async def test_the_worker_serves_lw_metrics_on_its_prometheus_port(
+    dev_env: WorkflowEnvironment, metrics_port: int
+) -> None:
+    code, _, err = await lw(
+        dev_env, "run", "steady", "Again.", "--task-queue", TASK_QUEUE, "--id", "m-1"
+    )
+    assert code == 0, err
+    url = f"http://127.0.0.1:{metrics_port}/metrics"
+    text = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=10).read().decode())
+    samples = {
+        line.split("{")[0].split(" ")[0]: line
+        for line in text.splitlines()
+        if line.startswith("lw_")
+    }
+    for name in (
+        "lw_bash_commands",
+        "lw_bash_rejections",
+        "lw_bash_duration_bucket",
+        "lw_memory_bytes_written",
+        "lw_model_turns",
+    ):
+        assert name in samples, (name, sorted(samples))
+    assert re.search(
+        r'^lw_bash_rejections\{[^}]*reason="path is outside the allowed roots"', text, re.M
+    )
+    assert re.search(r'^lw_memory_bytes_written\{[^}]*store_kind="workflow"[^}]*\} \d+', text, re.M)
+    assert re.search(r"^temporal_", text, re.M)  # the SDK's own metrics on the same endpoint
