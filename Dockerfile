@@ -11,7 +11,8 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY lw_temporal ./lw_temporal
 COPY workflows ./workflows
-RUN pip install --no-cache-dir .
+# otel: the worker's --tracing (OpenTelemetry SDK and OTLP exporter).
+RUN pip install --no-cache-dir '.[otel]'
 
 VOLUME ["/var/lib/lw"]
 CMD ["lw-temporal", "worker", "--address", "temporal:7233", "--data-dir", "/var/lib/lw", \
