@@ -1,5 +1,17 @@
 """lw-temporal: durable, sandboxed working memory for teams of AI agents on Temporal."""
 
+from ._agent import (
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    ScriptKey,
+    ScriptTurn,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    tool,
+)
 from ._bash import BASH_ACTIVITY, REJECTED_EXIT_CODE, BashRequest, BashResult
 from ._definitions import (
     AttachSpec,
@@ -61,18 +73,6 @@ from ._memory import (
     StagedChange,
     StagedCommitResult,
     VersionInfo,
-)
-from ._model import (
-    Model,
-    ModelRequest,
-    ModelResponse,
-    ScriptedModel,
-    ScriptKey,
-    ScriptTurn,
-    ToolCall,
-    ToolSpec,
-    TranscriptEntry,
-    tool,
 )
 from ._plugin import LittleWorkflowPlugin
 from ._retention import (
@@ -158,8 +158,8 @@ __all__ = [
     "StoreKind",
     "StoreRef",
     "ToolCall",
+    "ToolResult",
     "ToolSpec",
-    "TranscriptEntry",
     "VersionInfo",
     "WorkflowDefinition",
     "approve_dream",

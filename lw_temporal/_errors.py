@@ -26,6 +26,17 @@ MODEL_FAILED = "LwModelFailed"
 HIERARCHY_VIOLATION = "LwHierarchyViolation"
 TURN_LIMIT = "LwTurnLimit"
 MODEL_NOT_CONFIGURED = "LwModelNotConfigured"
+#: The provider refused or could not take the request: retrying the same one cannot help.
+MODEL_AUTH = "LwModelAuth"
+MODEL_INVALID_REQUEST = "LwModelInvalidRequest"
+MODEL_CONTEXT_OVERFLOW = "LwModelContextOverflow"
+MODEL_REFUSED = "LwModelRefused"
+MODEL_OUTPUT_LIMIT = "LwModelOutputLimit"
+#: The provider is rate limiting or overloaded: retried, after its retry-after.
+MODEL_RATE_LIMITED = "LwModelRateLimited"
+MODEL_UNAVAILABLE = "LwModelUnavailable"
+#: The worker-side conversation files of a run are absent; the workflow resends them.
+CONVERSATION_MISSING = "LwConversationMissing"
 
 #: Kinds no retry can fix; list them in a RetryPolicy's ``non_retryable_error_types``.
 NON_RETRYABLE: tuple[str, ...] = (
@@ -43,6 +54,12 @@ NON_RETRYABLE: tuple[str, ...] = (
     HIERARCHY_VIOLATION,
     TURN_LIMIT,
     MODEL_NOT_CONFIGURED,
+    MODEL_AUTH,
+    MODEL_INVALID_REQUEST,
+    MODEL_CONTEXT_OVERFLOW,
+    MODEL_REFUSED,
+    MODEL_OUTPUT_LIMIT,
+    CONVERSATION_MISSING,
 )
 
 

@@ -18,19 +18,20 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from ._bash import BashActivities
-from ._config import LwConfig
-from ._definitions import MemoryQuota, WorkflowDefinition
-from ._dreaming import Consolidator, DreamingActivities, DreamingWorkflow
-from ._memory import MemoryActivities, MemoryStores
-from ._memory._capture import bash_committer
-from ._model import (
+from ._agent import (
+    DEFAULT_CONTEXT_BUDGET,
     ORCHESTRATOR_MAX_TURNS,
     MissingModel,
     Model,
     ModelActivities,
     prefers_local_activity,
 )
+from ._bash import BashActivities
+from ._config import LwConfig
+from ._definitions import MemoryQuota, WorkflowDefinition
+from ._dreaming import Consolidator, DreamingActivities, DreamingWorkflow
+from ._memory import MemoryActivities, MemoryStores
+from ._memory._capture import bash_committer
 from ._retention import RetentionActivities, ScratchRetentionWorkflow
 from ._sandbox import Limits
 from ._scan import Scanner
@@ -78,6 +79,8 @@ class LittleWorkflowPlugin(SimplePlugin):
             and gets regular activities (retried and timed out on their own).
         orchestrator_instructions: the orchestrator's system instructions.
         orchestrator_max_turns: the orchestrator's turn budget.
+        context_budget_tokens: the most tokens of conversation a model is sent per turn;
+            over it, the oldest tool results are replaced by where their output is saved.
         scanner: checks every content written to memory (activities and bash
             capture); defaults to ``DefaultScanner`` (blocks secrets, reports PII).
         store_quota: quota of pipeline, org and dreaming stores (a workflow store
@@ -108,6 +111,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         model_local_activity: bool | None = None,
         orchestrator_instructions: str = "",
         orchestrator_max_turns: int = ORCHESTRATOR_MAX_TURNS,
+        context_budget_tokens: int = DEFAULT_CONTEXT_BUDGET,
         scanner: Scanner | None = None,
         store_quota: MemoryQuota | None = None,
         sandbox: str = "auto",
@@ -143,8 +147,9 @@ class LittleWorkflowPlugin(SimplePlugin):
             ),
             orchestrator_instructions=orchestrator_instructions,
             orchestrator_max_turns=orchestrator_max_turns,
+            context_budget_tokens=context_budget_tokens,
         )
-        activities.append(self.model_activities.run_turn)
+        activities += [self.model_activities.run_turn, self.model_activities.settings]
         self.dreaming_activities = DreamingActivities(
             self.config, dreaming_consolidator, stores=self.memory
         )

@@ -1,9 +1,11 @@
 """``lw.Orchestrator``, ``lw.Planner`` and ``lw.Worker``: the agent hierarchy.
 
 Each is the same agent loop in workflow code (ask ``lw.model`` for tool calls, run
-them as activities or child workflows, record a bounded result, repeat) with a role
-that decides which tools exist: an orchestrator starts planner sub-runs
-(``plan_workflow``), a planner starts worker steps (``run_step``), a worker only acts.
+them as activities or child workflows, answer each call by id, repeat) with a role
+whose tools the registry (``_agent._tools``) names: an orchestrator starts planner
+sub-runs (``plan_workflow``), a planner starts worker steps (``run_step``), a worker
+only acts. A turn sends ``lw.model`` only its new results; the whole conversation is
+assembled worker-side, so the history grows by what is new in each turn.
 
 Child IDs are deterministic (a counter kept in the workflow's state), so a replay or a
 continue-as-new starts exactly the children it started before, and each child checks
@@ -14,12 +16,11 @@ workflow started under a forged ID would otherwise read another run's scratch.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Coroutine, Sequence
 from datetime import timedelta
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 from temporalio import workflow
 from temporalio.common import (
     RetryPolicy,
@@ -36,7 +37,34 @@ from temporalio.exceptions import (
     is_cancelled_exception,
 )
 
-from ._errors import HIERARCHY_VIOLATION, INVALID_WORKFLOW_ID, NON_RETRYABLE, TURN_LIMIT, lw_error
+from ._agent import (
+    MODEL_ACTIVITY,
+    SETTINGS_ACTIVITY,
+    AgentInput,
+    AgentResult,
+    AgentState,
+    Exchange,
+    ModelResponse,
+    ModelTurn,
+    Progress,
+    Tool,
+    ToolCall,
+    ToolKind,
+    ToolResult,
+    WorkerSettings,
+    tool_for,
+    tools_for,
+)
+from ._agent._tools import TASK_CAP, FinishArgs, PlanWorkflowArgs
+from ._errors import (
+    CONVERSATION_MISSING,
+    HIERARCHY_VIOLATION,
+    INVALID_WORKFLOW_ID,
+    MODEL_OUTPUT_LIMIT,
+    NON_RETRYABLE,
+    TURN_LIMIT,
+    lw_error,
+)
 from ._ids import (
     ORCHESTRATOR_WORKFLOW,
     PLANNER_WORKFLOW,
@@ -49,37 +77,18 @@ from ._ids import (
     parse_workflow_id,
     parse_workflow_id_for_type,
 )
-from ._memory._models import (
-    MemoryAppendRequest,
-    MemoryDeleteRequest,
-    MemoryListRequest,
-    MemoryReadRequest,
-    MemoryReplaceRequest,
-    MemoryWriteRequest,
-)
-from ._model import MODEL_ACTIVITY, ModelReply, ModelTurn, ToolCall, TranscriptEntry
-from ._telemetry._summary import command_summary, memory_summary, model_summary
+from ._telemetry._summary import model_summary, tool_summary
 
-#: Transcript entries the model sees each turn; older ones are counted, not sent.
-TRANSCRIPT_WINDOW = 24
-#: UTF-8 bytes of one tool result kept in the transcript; the full output stays in the
-#: file the tool saved (``ref``), so the model can read it with bash when it needs to.
-TOOL_TEXT_CAP = 1024
-#: UTF-8 bytes of a memory read or listing kept in the transcript (and asked for, when
-#: the model names no size): memory is what agents are meant to read in full.
-MEMORY_TEXT_CAP = 4096
-MEMORY_LIST_LIMIT = 200
-#: UTF-8 bytes of model text and of each tool-call argument kept in the transcript.
-MODEL_TEXT_CAP = 2048
-#: UTF-8 bytes of each text kept for entries older than the last turn. Every turn
-#: re-sends the window to the model, so this (not TOOL_TEXT_CAP) is what a long
-#: output costs the history on each later turn; the full text stays behind ``ref``.
-OLDER_TEXT_CAP = 160
-#: UTF-8 bytes of a run's task (sent to the model each turn); longer context is meant
-#: to travel as files in scratch, which children read through their mounts.
-TASK_CAP = 16 * 1024
-#: Default command timeout when the model gives none (lw.bash enforces its own too).
-BASH_DEFAULT_TIMEOUT = 600.0
+__all__ = ["PROGRESS_QUERY", "WORKFLOWS", "AgentInput", "AgentResult", "Progress"]
+
+#: UTF-8 bytes of one rendered tool result: a safety net only, each tool bounds its own
+#: output (lw.bash caps each stream and saves the rest behind ``stdout_ref``).
+RESULT_CAP = 256 * 1024
+#: UTF-8 bytes of the newest exchanges a continue-as-new carries, so a rebuild of the
+#: worker-side conversation after it still has the recent turns.
+CARRIED_BYTES = 256 * 1024
+#: Replies in a row cut at the output token limit before the run fails.
+OUTPUT_LIMIT_HITS = 3
 
 PROGRESS_QUERY = "lw.progress"
 MEMO_ROLE = "lw.role"
@@ -88,83 +97,12 @@ MEMO_DEFINITION = "lw.definition"
 ROLE_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_ROLE)
 DEFINITION_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_DEFINITION)
 
-# Tool name -> (activity, request model). The workflow validates a model's arguments
-# before scheduling, so a malformed call comes straight back to the model as a tool
-# error instead of failing the activity's input decoding and burning retries.
-_MEMORY_TOOLS: dict[str, tuple[str, type[BaseModel]]] = {
-    "memory_read": ("lw.memory.read", MemoryReadRequest),
-    "memory_write": ("lw.memory.write", MemoryWriteRequest),
-    "memory_append": ("lw.memory.append", MemoryAppendRequest),
-    "memory_list": ("lw.memory.list", MemoryListRequest),
-    "memory_delete": ("lw.memory.delete", MemoryDeleteRequest),
-    "memory_replace": ("lw.memory.replace", MemoryReplaceRequest),
-}
-_CHILD_TOOL = {Role.ORCHESTRATOR: "plan_workflow", Role.PLANNER: "run_step"}
-_BASH_FIELDS = ("exit_code", "stdout", "stderr", "rejection")
-
 _RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=5,
     non_retryable_error_types=list(NON_RETRYABLE),
 )
-
-
-class AgentState(BaseModel):
-    """Everything the loop knows, carried across continue-as-new."""
-
-    turn: int = 0
-    transcript: list[TranscriptEntry] = Field(default_factory=list)
-    omitted: int = 0
-    next_child: int = 1
-    children: list[str] = Field(default_factory=list)
-    children_finished: int = 0
-    failed_tools: int = 0
-    max_turns: int | None = None
-    index_search_attributes: bool = False
-    local_model: bool = False
-
-
-class AgentInput(BaseModel):
-    """A run's input: its task (from the client or the parent) and loop options.
-
-    ``turns_per_run`` continues-as-new after that many turns even when Temporal does
-    not suggest it yet (it always does when a history grows large); ``local_model`` is
-    set by a parent whose worker calls the model as a local activity, so the child's
-    first turn does too; ``state`` is set only by the workflow itself when it continues
-    as new.
-    """
-
-    task: str = ""
-    turns_per_run: int | None = Field(default=None, gt=0)
-    local_model: bool = False
-    state: AgentState | None = None
-
-
-class AgentResult(BaseModel):
-    workflow_id: str
-    role: Role
-    definition_id: str | None
-    summary: str
-    turns: int
-    children: list[str] = Field(default_factory=list)
-
-
-class Progress(BaseModel):
-    """The answer to the ``lw.progress`` query."""
-
-    workflow_id: str
-    role: Role
-    definition_id: str | None
-    status: str
-    turn: int
-    max_turns: int | None
-    running: list[str] = Field(default_factory=list)
-    children_started: int = 0
-    children_finished: int = 0
-    children: list[str] = Field(default_factory=list)
-    failed_tools: int = 0
-    summary: str | None = None
 
 
 def clip(text: str, limit: int) -> str:
@@ -176,83 +114,6 @@ def clip(text: str, limit: int) -> str:
     keep = max(limit - len(marker), 0)
     head, tail = data[: keep * 2 // 3], data[len(data) - keep // 3 :] if keep // 3 else b""
     return (head + marker + tail).decode("utf-8", "ignore")
-
-
-def _clip_call(call: ToolCall) -> ToolCall:
-    args = {
-        key: clip(value, MODEL_TEXT_CAP) if isinstance(value, str) else value
-        for key, value in call.arguments.items()
-    }
-    return ToolCall(name=call.name, arguments=args, id=call.id)
-
-
-def _compact(entry: TranscriptEntry) -> TranscriptEntry:
-    """An older entry as the model sees it: a short head and tail of each text."""
-    return entry.model_copy(
-        update={
-            "text": clip(entry.text, OLDER_TEXT_CAP),
-            "tool_calls": [
-                ToolCall(
-                    name=c.name,
-                    id=c.id,
-                    arguments={
-                        k: clip(v, OLDER_TEXT_CAP) if isinstance(v, str) else v
-                        for k, v in c.arguments.items()
-                    },
-                )
-                for c in entry.tool_calls
-            ],
-        }
-    )
-
-
-def _render_memory(tool_name: str, result: dict[str, Any]) -> str:
-    """A memory result as the model reads it: contents and listings as text."""
-    if tool_name == "memory_read" and "content" in result:
-        if not result.get("exists", True):
-            return f"{result.get('path')}: no such file"
-        head = (
-            f"{result.get('path')} ({result.get('size')} bytes, "
-            f"sha256 {result.get('content_sha256')})"
-        )
-        if result.get("truncated"):
-            shown = result.get("offset", 0) + len(str(result["content"]).encode())
-            head += f"; truncated: read on with offset={shown}"
-        return clip(f"{head}\n{result['content']}", MEMORY_TEXT_CAP)
-    if tool_name == "memory_list" and "entries" in result:
-        lines = [f"{result.get('path')}:"]
-        lines += [
-            f"{e.get('path')} ({e.get('kind')}, {e.get('size')} bytes)"
-            for e in result["entries"]
-            if isinstance(e, dict)
-        ]
-        if result.get("truncated"):
-            lines.append("(listing truncated: list a subfolder or raise limit)")
-        return clip("\n".join(lines), MEMORY_TEXT_CAP)
-    return clip(json.dumps(result, sort_keys=True, default=str), TOOL_TEXT_CAP)
-
-
-def _render_bash(result: dict[str, Any]) -> tuple[str, str | None]:
-    """A bash result as transcript text, and the first saved-output reference."""
-    lines = [f"exit_code: {result.get('exit_code')}"]
-    if result.get("rejection"):
-        lines.append(f"rejected: {result['rejection']}")
-    extras = {
-        k: v
-        for k, v in result.items()
-        if k not in _BASH_FIELDS and v not in (None, False, "", [], {})
-    }
-    ref = next(
-        (v for k, v in extras.items() if isinstance(v, str) and v.startswith("/mnt/")),
-        None,
-    )
-    if extras:
-        lines.append(clip(json.dumps(extras, sort_keys=True, default=str), 256))
-    for stream in ("stdout", "stderr"):
-        value = result.get(stream) or ""
-        if value:
-            lines.append(f"{stream}:\n{value}")
-    return clip("\n".join(lines), TOOL_TEXT_CAP), ref
 
 
 def _failure_text(err: BaseException) -> str:
@@ -269,8 +130,30 @@ def _failure_text(err: BaseException) -> str:
     return message
 
 
+def _failure_type(err: BaseException) -> str | None:
+    cause: BaseException | None = err
+    while cause is not None:
+        if isinstance(cause, ApplicationError):
+            return cause.type
+        cause = cause.__cause__
+    return None
+
+
+def _carried(exchanges: Sequence[Exchange]) -> list[Exchange]:
+    """The newest exchanges within CARRIED_BYTES (always the last one)."""
+    kept: list[Exchange] = []
+    size = 0
+    for exchange in reversed(exchanges):
+        size += len(exchange.model_dump_json())
+        if kept and size > CARRIED_BYTES:
+            break
+        kept.append(exchange)
+    return kept[::-1]
+
+
 class _Agent:
-    """The loop shared by all three roles; subclasses fix the workflow type."""
+    """The loop shared by all roles; subclasses fix the workflow type and role, and the
+    tool registry decides which tools the role has."""
 
     role: Role
 
@@ -280,6 +163,11 @@ class _Agent:
         self._status = "starting"
         self._running: list[str] = []
         self._summary: str | None = None
+        self._max_turns: int | None = None
+        #: This run's conversation as workflow code knows it (rebuilt on replay from
+        #: activity results, so it costs the history nothing).
+        self._exchanges: list[Exchange] = []
+        self._conversation = ""
 
     # -- identity -----------------------------------------------------------------
     def _check_identity(self) -> RunId:
@@ -325,13 +213,15 @@ class _Agent:
             definition_id=self._run_id.definition_id if self._run_id else None,
             status=self._status,
             turn=self._state.turn,
-            max_turns=self._state.max_turns,
+            max_turns=self._max_turns,
             running=list(self._running),
             children_started=len(self._state.children),
             children_finished=self._state.children_finished,
             children=list(self._state.children),
             failed_tools=self._state.failed_tools,
             summary=self._summary,
+            usage=self._state.usage,
+            tree_usage=self._state.usage + self._state.children_usage,
         )
 
     def _label(self) -> dict[str, str]:
@@ -350,7 +240,8 @@ class _Agent:
             workflow.upsert_memo(self._label())
 
     def _index_self(self) -> None:
-        if not self._state.index_search_attributes:
+        settings = self._state.settings
+        if settings is None or not settings.index_search_attributes:
             return
         if workflow.info().typed_search_attributes.get(ROLE_KEY) is not None:
             return
@@ -364,28 +255,31 @@ class _Agent:
         # A plain string is the task, so `execute_workflow("lw.Planner", "Review X")`
         # works as one would expect.
         agent_input = AgentInput(task=given) if isinstance(given, str) else given or AgentInput()
-        # Every turn re-sends the task: long context belongs in scratch files.
         agent_input.task = clip(agent_input.task, TASK_CAP)
         self._run_id = self._check_identity()
-        self._state = agent_input.state or AgentState(local_model=agent_input.local_model)
+        info = workflow.info()
+        self._conversation = info.first_execution_run_id or info.run_id
+        self._state = state = agent_input.state or AgentState()
+        self._exchanges = list(state.carried)
         self._label_self()
+        if state.settings is None:
+            state.settings = agent_input.settings or await self._worker_settings()
+        self._index_self()
+        max_turns = self._max_turns = state.settings.turns_for(self.role, self.run_id.definition_id)
         turns_this_run = 0
         while True:
-            state = self._state
-            if state.max_turns is not None and state.turn >= state.max_turns:
+            if state.turn >= max_turns:
                 raise lw_error(
                     TURN_LIMIT,
-                    f"workflow {workflow.info().workflow_id!r} used all {state.max_turns} "
-                    "turns without calling finish; raise max_turns in its definition or "
-                    "make its instructions end with finish",
+                    f"workflow {info.workflow_id!r} used all {max_turns} turns without "
+                    "calling finish; raise max_turns in its definition or make its "
+                    "instructions end with finish",
                 )
             reply = await self._ask_model(agent_input.task)
-            if state.max_turns is None:
-                state.max_turns = reply.max_turns
-                state.index_search_attributes = reply.index_search_attributes
-                state.local_model = reply.local_activity
-                self._index_self()
-            summary = await self._act(reply)
+            state.usage = state.usage + reply.usage
+            exchange = Exchange(turn=state.turn, reply=reply)
+            self._exchanges.append(exchange)
+            summary = await self._act(exchange)
             state.turn += 1
             turns_this_run += 1
             if summary is not None:
@@ -398,191 +292,224 @@ class _Agent:
                     summary=summary,
                     turns=state.turn,
                     children=list(state.children),
+                    usage=state.usage,
+                    tree_usage=state.usage + state.children_usage,
                 )
+            self._check_output_limit(reply)
             per_run = agent_input.turns_per_run
             if workflow.info().is_continue_as_new_suggested() or (
                 per_run is not None and turns_this_run >= per_run
             ):
                 self._status = "continuing as new"
+                state.carried = _carried(self._exchanges)
                 workflow.continue_as_new(agent_input.model_copy(update={"state": state}))
 
-    async def _ask_model(self, task: str) -> ModelReply:
+    def _check_output_limit(self, reply: ModelResponse) -> None:
+        state = self._state
+        if reply.stop_reason != "max_tokens" or reply.tool_calls:
+            state.output_limit_hits = 0
+            return
+        state.output_limit_hits += 1
+        if state.output_limit_hits >= OUTPUT_LIMIT_HITS:
+            raise lw_error(
+                MODEL_OUTPUT_LIMIT,
+                f"workflow {workflow.info().workflow_id!r}: {OUTPUT_LIMIT_HITS} replies in a "
+                "row were cut at the model's output token limit; raise max_tokens of the "
+                "model adapter",
+            )
+
+    # -- activities (every call site of the loop goes through _execute) ------------
+    async def _execute(
+        self,
+        name: str,
+        argument: BaseModel | None,
+        result_type: type[Any],
+        *,
+        start_to_close: timedelta,
+        heartbeat: timedelta | None = None,
+        local: bool = False,
+        summary: str | None = None,
+    ) -> Any:
+        args = [] if argument is None else [argument]
+        if local:
+            return await workflow.execute_local_activity(
+                name,
+                args=args,
+                result_type=result_type,
+                start_to_close_timeout=start_to_close,
+                retry_policy=_RETRY,
+                summary=summary,
+            )
+        return await workflow.execute_activity(
+            name,
+            args=args,
+            result_type=result_type,
+            start_to_close_timeout=start_to_close,
+            heartbeat_timeout=heartbeat,
+            retry_policy=_RETRY,
+            summary=summary,
+        )
+
+    async def _worker_settings(self) -> WorkerSettings:
+        """The worker's settings, once per run tree: a local activity's answer is
+        recorded in history, so a replay reads the same settings."""
+        settings: WorkerSettings = await self._execute(
+            SETTINGS_ACTIVITY,
+            None,
+            WorkerSettings,
+            start_to_close=timedelta(seconds=30),
+            local=True,
+        )
+        return settings
+
+    async def _ask_model(self, task: str) -> ModelResponse:
         self._status = "thinking"
         self._running = ["model"]
         state = self._state
-        window = state.transcript[-TRANSCRIPT_WINDOW:]
-        latest = state.turn - 1
         turn = ModelTurn(
+            conversation=self._conversation,
             turn=state.turn,
-            task=task,
-            transcript=[e if e.turn >= latest else _compact(e) for e in window],
-            omitted=state.omitted + len(state.transcript) - len(window),
+            task=task if state.turn == 0 else "",
+            results=self._exchanges[-1].results if self._exchanges else [],
         )
-        reply: ModelReply
-        if state.local_model:
-            reply = await workflow.execute_local_activity(
-                MODEL_ACTIVITY,
-                turn,
-                result_type=ModelReply,
-                start_to_close_timeout=timedelta(minutes=2),
-                retry_policy=_RETRY,
-                summary=model_summary(state.turn),
-            )
-        else:
-            reply = await workflow.execute_activity(
-                MODEL_ACTIVITY,
-                turn,
-                result_type=ModelReply,
-                start_to_close_timeout=timedelta(minutes=10),
-                heartbeat_timeout=timedelta(seconds=30),
-                retry_policy=_RETRY,
-                summary=model_summary(state.turn),
-            )
+        try:
+            return await self._model_activity(turn)
+        except (ActivityError, ApplicationError) as err:
+            # A local activity's failure arrives as its ApplicationError itself.
+            if _failure_type(err) != CONVERSATION_MISSING:
+                raise
+        # The worker-side conversation is gone (another data dir, a cleaned .lw):
+        # resend what this run holds, once.
+        return await self._model_activity(
+            turn.model_copy(update={"task": task, "rebuild": self._exchanges})
+        )
+
+    async def _model_activity(self, turn: ModelTurn) -> ModelResponse:
+        local = self._state.settings is not None and self._state.settings.local_model
+        reply: ModelResponse = await self._execute(
+            MODEL_ACTIVITY,
+            turn,
+            ModelResponse,
+            start_to_close=timedelta(minutes=2 if local else 10),
+            heartbeat=None if local else timedelta(seconds=30),
+            local=local,
+            summary=model_summary(turn.turn),
+        )
         return reply
 
-    def _record(self, entry: TranscriptEntry) -> None:
-        state = self._state
-        state.transcript.append(entry)
-        if not entry.ok:
-            state.failed_tools += 1
-        # The state itself travels through continue-as-new: keep it as bounded as
-        # the window the model sees.
-        excess = len(state.transcript) - TRANSCRIPT_WINDOW
-        if excess > 0:
-            del state.transcript[:excess]
-            state.omitted += excess
+    def _record(self, exchange: Exchange, result: ToolResult) -> None:
+        exchange.results.append(result)
+        if result.is_error:
+            self._state.failed_tools += 1
 
-    async def _act(self, reply: ModelReply) -> str | None:
+    async def _act(self, exchange: Exchange) -> str | None:
         """Run the reply's tool calls in order (consecutive child starts together);
         return the summary if the model finished (``finish``, or no tool call at all)."""
-        turn = self._state.turn
-        self._record(
-            TranscriptEntry(
-                kind="assistant",
-                turn=turn,
-                text=clip(reply.text, MODEL_TEXT_CAP),
-                tool_calls=[_clip_call(c) for c in reply.tool_calls],
-            )
-        )
+        reply = exchange.reply
         calls = reply.tool_calls
         if not calls:
+            self._running = []
+            if reply.stop_reason == "max_tokens":
+                return None  # cut off mid-thought: the next turn asks it to go on
             # A model that answers without calling a tool is done, as in every chat
             # API's tool loop; its text is the summary.
-            self._running = []
             return reply.text or "finished"
-        child_tool = _CHILD_TOOL.get(self.role)
         index = 0
         while index < len(calls):
             call = calls[index]
-            if call.name == "finish":
+            spec = tool_for(self.role, call.name)
+            if spec is not None and spec.kind is ToolKind.FINISH:
                 self._running = []
-                return str(call.arguments.get("summary", "")) or "finished"
-            if call.name == child_tool:
+                try:
+                    summary = FinishArgs.model_validate(call.arguments).summary
+                except ValidationError:
+                    summary = clip(str(call.arguments.get("summary", "")), TASK_CAP)
+                return summary or reply.text or "finished"
+            if spec is not None and spec.kind is ToolKind.CHILD:
                 group: list[ToolCall] = []
-                while index < len(calls) and calls[index].name == child_tool:
+                while index < len(calls) and calls[index].name == call.name:
                     group.append(calls[index])
                     index += 1
                 self._status = "waiting for children"
-                self._running = [f"{len(group)} x {child_tool}"]
-                entries = await asyncio.gather(*self._start_children(group, turn))
-                for entry in entries:
-                    self._record(entry)
+                self._running = [f"{len(group)} x {call.name}"]
+                for result in await asyncio.gather(*self._start_children(group, exchange.turn)):
+                    self._record(exchange, result)
                 continue
             self._status = "running tools"
             self._running = [call.name]
-            self._record(await self._tool(call, turn))
+            self._record(exchange, await self._tool(call, spec, exchange.turn))
             index += 1
         self._running = []
         return None
 
     # -- tools --------------------------------------------------------------------
-    async def _tool(self, call: ToolCall, turn: int) -> TranscriptEntry:
-        def entry(text: str, ok: bool = True, ref: str | None = None) -> TranscriptEntry:
-            return TranscriptEntry(
-                kind="tool", turn=turn, call_id=call.id, tool=call.name, text=text, ok=ok, ref=ref
-            )
+    def _result(
+        self, call: ToolCall, turn: int, text: str, *, error: bool = False, ref: str | None = None
+    ) -> ToolResult:
+        return ToolResult(
+            call_id=call.id,
+            tool=call.name,
+            turn=turn,
+            text=clip(text, RESULT_CAP),
+            is_error=error,
+            ref=ref,
+        )
 
+    def _refusal(self, call: ToolCall, spec: Tool[Any, Any] | None) -> str | None:
+        """Why a call cannot run at all, or None."""
+        if spec is None:
+            available = ", ".join(t.name for t in tools_for(self.role))
+            return f"unknown tool {call.name!r} for the {self.role.value}; available: {available}"
+        if call.invalid_arguments is not None:
+            return f"{call.name}: arguments are not a JSON object: {call.invalid_arguments}"
+        return None
+
+    async def _tool(self, call: ToolCall, spec: Tool[Any, Any] | None, turn: int) -> ToolResult:
+        refusal = self._refusal(call, spec)
+        if refusal is not None or spec is None or spec.activity is None:
+            return self._result(call, turn, refusal or f"{call.name}: not a tool", error=True)
+        # Validated here, before scheduling: a malformed call goes straight back to the
+        # model instead of failing the activity's input decoding and burning retries.
         try:
-            if call.name == "bash":
-                text, ok, ref = await self._bash(call)
-                return entry(text, ok, ref)
-            memory_tool = _MEMORY_TOOLS.get(call.name)
-            if memory_tool is None:
-                allowed = [
-                    "bash",
-                    *_MEMORY_TOOLS,
-                    *_CHILD_TOOL.get(self.role, "").split(),
-                    "finish",
-                ]
-                return entry(
-                    f"unknown tool {call.name!r} for the {self.role.value}; "
-                    f"available: {', '.join(allowed)}",
-                    ok=False,
-                )
-            activity_name, request_model = memory_tool
-            arguments = dict(call.arguments)
-            try:
-                request_model.model_validate(arguments)
-            except ValidationError as err:
-                return entry(
-                    clip(f"{call.name}: invalid arguments: {err}", TOOL_TEXT_CAP), ok=False
-                )
-            # Reads and listings default to what the transcript keeps, so a store's
-            # size never decides how much lands in the history.
-            if call.name == "memory_read":
-                arguments.setdefault("max_bytes", MEMORY_TEXT_CAP)
-            elif call.name == "memory_list":
-                arguments.setdefault("limit", MEMORY_LIST_LIMIT)
-            result: dict[str, Any] = await workflow.execute_activity(
-                activity_name,
-                arguments,
-                result_type=dict,
-                start_to_close_timeout=timedelta(seconds=60),
-                retry_policy=_RETRY,
-                summary=memory_summary(call.name, arguments.get("path")),
+            request = spec.arguments(call.arguments)
+        except ValidationError as err:
+            return self._result(call, turn, f"{call.name}: invalid arguments: {err}", error=True)
+        try:
+            result = await self._execute(
+                spec.activity,
+                request,
+                spec.result or dict,
+                start_to_close=spec.timeout(request),
+                heartbeat=spec.heartbeat,
+                summary=tool_summary(call.name, call.arguments),
             )
-            return entry(_render_memory(call.name, result))
         except ActivityError as err:
             if is_cancelled_exception(err):
                 raise
-            return entry(clip(_failure_text(err), TOOL_TEXT_CAP), ok=False)
-
-    async def _bash(self, call: ToolCall) -> tuple[str, bool, str | None]:
-        """Run ``lw.bash``; return the transcript text, success, and the saved output."""
-        command = call.arguments.get("command")
-        if not isinstance(command, str):
-            return "bash needs a 'command' string argument", False, None
-        raw_timeout = call.arguments.get("timeout_seconds")
-        timeout = (
-            float(raw_timeout)
-            if isinstance(raw_timeout, int | float) and 0 < raw_timeout < float("inf")
-            else None
-        )
-        result: dict[str, Any] = await workflow.execute_activity(
-            "lw.bash",
-            {"command": command, "timeout_seconds": timeout},
-            result_type=dict,
-            start_to_close_timeout=timedelta(seconds=(timeout or BASH_DEFAULT_TIMEOUT) + 60),
-            heartbeat_timeout=timedelta(seconds=30),
-            retry_policy=_RETRY,
-            summary=command_summary(command),
-        )
-        text, ref = _render_bash(result)
-        return text, result.get("exit_code") == 0 and not result.get("rejection"), ref
+            return self._result(call, turn, _failure_text(err), error=True)
+        rendered = spec.rendered(result)
+        return self._result(call, turn, rendered.text, error=rendered.is_error, ref=rendered.ref)
 
     def _start_children(
         self, calls: Sequence[ToolCall], turn: int
-    ) -> list[Coroutine[Any, Any, TranscriptEntry]]:
+    ) -> list[Coroutine[Any, Any, ToolResult]]:
         """Assign each child its ID now, in call order, so IDs never depend on timing."""
         return [self._child(call, turn, self._next_child_id(call)) for call in calls]
 
     def _next_child_id(self, call: ToolCall) -> RunId | str:
         """The next child's ID, or why the call cannot start one."""
+        spec = tool_for(self.role, call.name)
+        refusal = self._refusal(call, spec)
+        if refusal is not None or spec is None:
+            return refusal or "not a tool"
+        try:
+            args = spec.arguments(call.arguments)
+        except ValidationError as err:
+            return f"{call.name}: invalid arguments: {err}"
         token = str(self._state.next_child)
         try:
-            if self.role is Role.ORCHESTRATOR:
-                definition = str(call.arguments.get("workflow", ""))
-                child_id = self.run_id.sub_run(definition, token)
+            if isinstance(args, PlanWorkflowArgs):
+                child_id = self.run_id.sub_run(args.workflow, token)
             else:
                 child_id = self.run_id.step_run(token)
         except (InvalidWorkflowId, ValueError) as err:
@@ -591,28 +518,17 @@ class _Agent:
         self._state.children.append(str(child_id))
         return child_id
 
-    async def _child(self, call: ToolCall, turn: int, child_id: RunId | str) -> TranscriptEntry:
-        def entry(text: str, ok: bool = True) -> TranscriptEntry:
-            return TranscriptEntry(
-                kind="tool",
-                turn=turn,
-                call_id=call.id,
-                tool=call.name,
-                text=clip(text, TOOL_TEXT_CAP),
-                ok=ok,
-                ref=None if isinstance(child_id, str) else str(child_id),
-            )
-
+    async def _child(self, call: ToolCall, turn: int, child_id: RunId | str) -> ToolResult:
         if isinstance(child_id, str):
-            return entry(child_id, ok=False)
+            return self._result(call, turn, child_id, error=True)
         state = self._state
         task = clip(str(call.arguments.get("task", "")), TASK_CAP)
-        child_type = child_id.workflow_type
         child_role = child_id.role
+        ref = str(child_id)
         try:
             result: AgentResult = await workflow.execute_child_workflow(
-                child_type,
-                AgentInput(task=task, local_model=state.local_model),
+                child_id.workflow_type,
+                AgentInput(task=task, settings=state.settings),
                 id=str(child_id),
                 result_type=AgentResult,
                 parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
@@ -620,7 +536,7 @@ class _Agent:
                 memo={MEMO_ROLE: child_role.value, MEMO_DEFINITION: child_id.definition_id or ""},
                 search_attributes=(
                     self._search_attributes(child_role, child_id.definition_id)
-                    if state.index_search_attributes
+                    if state.settings is not None and state.settings.index_search_attributes
                     else None
                 ),
                 static_summary=clip(f"{child_role.value}: {task}", 200),
@@ -628,12 +544,15 @@ class _Agent:
         except ChildWorkflowError as err:
             if is_cancelled_exception(err):
                 raise
-            self._state.children_finished += 1
-            return entry(f"{child_id} failed: {_failure_text(err)}", ok=False)
+            state.children_finished += 1
+            text = f"{child_id} failed: {_failure_text(err)}"
+            return self._result(call, turn, text, error=True, ref=ref)
         except WorkflowAlreadyStartedError as err:
-            return entry(f"{child_id} did not start: {err}", ok=False)
-        self._state.children_finished += 1
-        return entry(f"{child_id} finished: {result.summary}")
+            return self._result(call, turn, f"{child_id} did not start: {err}", error=True)
+        state.children_finished += 1
+        state.children_usage = state.children_usage + result.tree_usage
+        text = f"{child_id} finished after {result.turns} turns: {result.summary}"
+        return self._result(call, turn, text, ref=ref)
 
 
 def _parent_role(workflow_id: str) -> Role | None:

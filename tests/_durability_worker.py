@@ -5,7 +5,7 @@ test can SIGKILL the process while a sandboxed command is running:
 from __future__ import annotations
 
 from lw_temporal import Role
-from lw_temporal._model import ModelRequest, ModelResponse, ScriptedModel, ToolCall
+from lw_temporal._agent import ModelRequest, ModelResponse, ScriptedModel, ToolCall
 from workflows.pipeline import SCRIPTS
 
 MARKER = ".started"

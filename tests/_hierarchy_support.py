@@ -14,7 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
-from lw_temporal._model import Model
+from lw_temporal._agent import Model
 
 from .conftest import plugin_client
 

@@ -12,7 +12,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import DataLayout, Role, RunId, WorkflowDefinition
-from lw_temporal._model import ModelRequest, ModelResponse, ScriptedModel, tool
+from lw_temporal._agent import ModelRequest, ModelResponse, ScriptedModel, tool
 from lw_temporal._workflows import AgentInput
 
 from ._hierarchy_support import lw_worker

@@ -8,8 +8,8 @@ from pathlib import Path
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import Role, WorkflowDefinition
+from lw_temporal._agent import ScriptedModel, tool
 from lw_temporal._errors import TURN_LIMIT
-from lw_temporal._model import ScriptedModel, tool
 from lw_temporal._workflows import AgentInput, AgentResult
 
 from ._hierarchy_support import failure_type, lw_worker
@@ -23,7 +23,7 @@ MODEL = ScriptedModel(
             lambda r: [
                 tool(
                     "finish",
-                    summary=" | ".join(e.text for e in r.transcript if e.kind == "tool"),
+                    summary=" | ".join(e.text for e in r.tool_results()),
                 )
             ],
         ],

@@ -9,8 +9,8 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import Role, WorkflowDefinition
+from lw_temporal._agent import ScriptedModel, tool
 from lw_temporal._errors import HIERARCHY_VIOLATION, INVALID_WORKFLOW_ID, UNKNOWN_DEFINITION
-from lw_temporal._model import ScriptedModel, tool
 from lw_temporal._workflows import AgentInput
 
 from ._hierarchy_support import failure_type, lw_worker

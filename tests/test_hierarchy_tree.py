@@ -11,12 +11,12 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import MemoryConfig, Role, WorkflowDefinition
-from lw_temporal._model import ModelRequest, ModelResponse, ScriptedModel, ToolCall, tool
+from lw_temporal._agent import ModelRequest, ModelResponse, ScriptedModel, ToolCall, tool
+from lw_temporal._agent._tools import TASK_CAP
 from lw_temporal._workflows import (
     DEFINITION_KEY,
     PROGRESS_QUERY,
     ROLE_KEY,
-    TASK_CAP,
     AgentInput,
     AgentResult,
     Progress,
@@ -135,8 +135,9 @@ async def test_children_inherit_the_local_model_setting(
                 kinds.count(EventType.EVENT_TYPE_MARKER_RECORDED),
             )
 
-        # The root learns the setting from its first turn; children start with it.
-        assert await model_calls(pipeline) == (1, 1)
+        # The root reads the worker's settings once (a local activity) and calls the
+        # model locally from its first turn; children get the settings in their input.
+        assert await model_calls(pipeline) == (0, 3)
         assert await model_calls(f"{pipeline}/sub-runs/run_alpha@1") == (0, 2)
         assert await model_calls(f"{pipeline}/sub-runs/run_alpha@1/steps/step_1") == (0, 1)
 
@@ -163,7 +164,9 @@ async def test_a_plain_string_input_is_the_task(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
 ) -> None:
     run = f"run_alpha@{task_queue}"
-    async with lw_worker(dev_env, data_dir, task_queue, [ALPHA, BETA], MODEL) as client:
+    async with lw_worker(
+        dev_env, data_dir, task_queue, [ALPHA, BETA], MODEL, model_local_activity=False
+    ) as client:
         await client.execute_workflow("lw.Planner", "review X", id=run, task_queue=task_queue)
         step = await client.get_workflow_handle(
             f"{run}/steps/step_1", result_type=AgentResult
@@ -188,8 +191,10 @@ async def test_a_huge_task_is_capped_before_it_reaches_every_turn(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
 ) -> None:
     run = f"run_alpha@{task_queue}"
-    huge = "context " * 50_000  # 400 KB, sent to the model each turn if not capped
-    async with lw_worker(dev_env, data_dir, task_queue, [ALPHA, BETA], MODEL) as client:
+    huge = "context " * 50_000  # 400 KB, kept in every turn's conversation if not capped
+    async with lw_worker(
+        dev_env, data_dir, task_queue, [ALPHA, BETA], MODEL, model_local_activity=False
+    ) as client:
         await client.execute_workflow("lw.Planner", huge, id=run, task_queue=task_queue)
         task = await _first_model_task(client, run)
     assert len(task.encode()) <= TASK_CAP
@@ -200,7 +205,7 @@ async def test_a_bad_plan_workflow_call_is_a_tool_error_not_a_failed_pipeline(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
 ) -> None:
     def report(request: ModelRequest) -> list[ToolCall]:
-        errors = [e.text for e in request.transcript if e.kind == "tool" and not e.ok]
+        errors = [r.text for r in request.tool_results() if r.is_error]
         return [tool("finish", summary="\n".join(errors))]
 
     model = ScriptedModel(

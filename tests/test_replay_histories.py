@@ -21,7 +21,7 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from lw_temporal import LittleWorkflowPlugin, RunId
-from lw_temporal._model import ToolCall
+from lw_temporal._agent import ToolCall
 from lw_temporal._plugin import _passthrough
 from lw_temporal._workflows import AgentInput, AgentResult, Planner
 from workflows.pipeline import DEFINITIONS, sample_model

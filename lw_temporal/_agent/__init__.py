@@ -1,0 +1,70 @@
+"""The agent's model side, by concern: the protocol (``_protocol``), the tool registry
+(``_tools``), the worker-side conversation (``_conversation``), models without an LLM
+(``_scripted``), the ``lw.model``/``lw.settings`` activities (``_activity``) and the
+workflows' inputs and results (``_io``)."""
+
+from ._activity import (
+    MODEL_ACTIVITY,
+    ORCHESTRATOR_MAX_TURNS,
+    SETTINGS_ACTIVITY,
+    ModelActivities,
+    ModelTurn,
+)
+from ._conversation import DEFAULT_CONTEXT_BUDGET
+from ._io import AgentInput, AgentResult, AgentState, Progress, WorkerSettings
+from ._protocol import (
+    Exchange,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    StopReason,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    Usage,
+)
+from ._scripted import (
+    MissingModel,
+    ScriptedModel,
+    ScriptKey,
+    ScriptTurn,
+    prefers_local_activity,
+    tool,
+)
+from ._tools import REGISTRY, TOOLS, Rendered, Tool, ToolKind, tool_for, tools_for
+
+__all__ = [
+    "DEFAULT_CONTEXT_BUDGET",
+    "MODEL_ACTIVITY",
+    "ORCHESTRATOR_MAX_TURNS",
+    "REGISTRY",
+    "SETTINGS_ACTIVITY",
+    "TOOLS",
+    "AgentInput",
+    "AgentResult",
+    "AgentState",
+    "Exchange",
+    "MissingModel",
+    "Model",
+    "ModelActivities",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelTurn",
+    "Progress",
+    "Rendered",
+    "ScriptKey",
+    "ScriptTurn",
+    "ScriptedModel",
+    "StopReason",
+    "Tool",
+    "ToolCall",
+    "ToolKind",
+    "ToolResult",
+    "ToolSpec",
+    "Usage",
+    "WorkerSettings",
+    "prefers_local_activity",
+    "tool",
+    "tool_for",
+    "tools_for",
+]

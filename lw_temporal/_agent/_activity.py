@@ -1,0 +1,247 @@
+"""``lw.model`` and ``lw.settings``: the worker side of each agent turn.
+
+Workflow code sends ``lw.model`` the new results of a turn (a :class:`ModelTurn`); the
+activity adds what only the worker may know (the mount description derived from
+``activity.info()``, the definition's instructions, the tools of the role, the whole
+conversation from the worker-side store, fitted to the context budget), asks the
+:class:`Model`, records the reply as the turn's file and returns it. Its input and its
+output are what is new in the turn, never a re-sent conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+
+from pydantic import BaseModel, Field
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from .._config import LwConfig
+from .._errors import CONVERSATION_MISSING, MODEL_CONTEXT_OVERFLOW, MODEL_FAILED, lw_error
+from .._ids import Role
+from .._scope import Scope
+from ._conversation import (
+    DEFAULT_CONTEXT_BUDGET,
+    ConversationMissing,
+    ConversationStore,
+    TurnRecord,
+    exchanges_of,
+    fit,
+    tokens,
+)
+from ._io import WorkerSettings
+from ._protocol import Exchange, Model, ModelRequest, ModelResponse, ToolResult, Usage
+from ._tools import tools_for
+
+MODEL_ACTIVITY = "lw.model"
+SETTINGS_ACTIVITY = "lw.settings"
+
+#: The default turn budget of an orchestrator (planners and workers take theirs from
+#: ``WorkflowDefinition.max_turns``).
+ORCHESTRATOR_MAX_TURNS = 24
+#: UTF-8 bytes of a reply's text kept (tool-call arguments are bounded by the tools).
+REPLY_TEXT_CAP = 32 * 1024
+#: Turns left at which the model is told its budget is running out.
+TURNS_WARNING = 3
+
+_HEARTBEAT_SECONDS = 5.0
+_SAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class ModelTurn(BaseModel):
+    """What workflow code sends ``lw.model``: what is new this turn, never scope."""
+
+    #: The conversation's key: the run chain's first run id (stable across
+    #: continue-as-new, new when a workflow id is reused).
+    conversation: str = Field(pattern=r"^[A-Za-z0-9-]{1,64}$")
+    turn: int = Field(ge=0)
+    #: The run's task, sent at turn 0 and with a rebuild only.
+    task: str = ""
+    #: The results answering the previous turn's tool calls.
+    results: list[ToolResult] = Field(default_factory=list)
+    #: Sent only after the activity reported its conversation files missing.
+    rebuild: list[Exchange] | None = None
+
+
+class ModelActivities:
+    """Holds the model and the worker's configuration; registers ``lw.model`` and
+    ``lw.settings``."""
+
+    def __init__(
+        self,
+        config: LwConfig,
+        model: Model,
+        *,
+        index_search_attributes: bool = False,
+        local_activity: bool = False,
+        orchestrator_instructions: str = "",
+        orchestrator_max_turns: int = ORCHESTRATOR_MAX_TURNS,
+        context_budget_tokens: int = DEFAULT_CONTEXT_BUDGET,
+    ) -> None:
+        self.config = config
+        self.model = model
+        self.index_search_attributes = index_search_attributes
+        self.local_activity = local_activity
+        self.orchestrator_instructions = orchestrator_instructions
+        self.orchestrator_max_turns = orchestrator_max_turns
+        self.context_budget_tokens = context_budget_tokens
+        self.conversations = ConversationStore(config.layout.state / "conversations")
+
+    @property
+    def callables(self) -> tuple[object, ...]:
+        return (self.run_turn, self.settings)
+
+    def worker_settings(self) -> WorkerSettings:
+        return WorkerSettings(
+            index_search_attributes=self.index_search_attributes,
+            local_model=self.local_activity,
+            orchestrator_max_turns=self.orchestrator_max_turns,
+            max_turns={d.id: d.max_turns for d in self.config.definitions.values()},
+        )
+
+    @activity.defn(name=SETTINGS_ACTIVITY)
+    async def settings(self) -> WorkerSettings:
+        """Read once per run tree; children get the answer in their input."""
+        return self.worker_settings()
+
+    def _prompt_parts(self, scope: Scope) -> tuple[str, int, dict[str, str]]:
+        if scope.role is Role.ORCHESTRATOR:
+            available = {
+                d.id: d.description or d.instructions[:200]
+                for d in self.config.definitions.values()
+            }
+            return self.orchestrator_instructions, self.orchestrator_max_turns, available
+        definition = scope.definition
+        if definition is None:
+            return "", self.orchestrator_max_turns, {}
+        return definition.instructions, definition.max_turns, {}
+
+    def request_for(self, scope: Scope, turn: ModelTurn, records: list[TurnRecord]) -> ModelRequest:
+        """The whole request of a turn, fitted into the context budget."""
+        instructions, max_turns, available = self._prompt_parts(scope)
+        task = records[0].task if records else turn.task
+        request = ModelRequest(
+            role=scope.role,
+            workflow_id=scope.workflow_id,
+            definition_id=scope.definition.id if scope.definition else None,
+            turn=turn.turn,
+            max_turns=max_turns,
+            mounts=scope.describe(),
+            instructions=instructions,
+            task=task,
+            tools=[t.spec() for t in tools_for(scope.role)],
+            available_workflows=available,
+        )
+        left = max_turns - turn.turn
+        if left <= TURNS_WARNING:
+            request.notes.append(
+                f"{left} turn{'s' if left != 1 else ''} left of {max_turns}: wrap up and "
+                "call finish."
+            )
+        fixed = (
+            len(request.system_prompt().encode())
+            + len(task.encode())
+            + sum(len(str(t.parameters)) + len(t.description) for t in request.tools)
+        )
+        history = exchanges_of(records, turn.results)
+        history, cleared = fit(
+            history, fixed, self.context_budget_tokens, lambda r: _save_cleared(scope, r)
+        )
+        request.history = history
+        request.cleared_results = cleared
+        return request
+
+    @activity.defn(name=MODEL_ACTIVITY)
+    async def run_turn(self, turn: ModelTurn) -> ModelResponse:
+        scope = self.config.activity_scope()
+        folder = self.conversations.folder(scope.run_id.segments, turn.conversation)
+        if turn.rebuild is not None:
+            self.conversations.rebuild(folder, turn.task, turn.rebuild, turn.turn)
+        done = self.conversations.get(folder, turn.turn)
+        if done is not None:
+            # An earlier attempt (or another worker) already asked the model: same answer.
+            return done.reply
+        try:
+            records = self.conversations.load(folder, turn.turn)
+        except ConversationMissing as err:
+            raise ApplicationError(
+                f"workflow {scope.workflow_id!r}: turn {err.turn + 1} of conversation "
+                f"{turn.conversation} is not in {folder}; the workflow resends it",
+                type=CONVERSATION_MISSING,
+                non_retryable=True,
+            ) from None
+        request = self.request_for(scope, turn, records)
+        if tokens(len(request.model_dump_json().encode())) > self.context_budget_tokens * 2:
+            raise lw_error(
+                MODEL_CONTEXT_OVERFLOW,
+                f"workflow {scope.workflow_id!r}, turn {turn.turn + 1}: the newest tool "
+                "results alone exceed the context budget; raise context_budget_tokens "
+                "or lower bash_output_cap",
+            )
+        response = await self._ask(request)
+        reply = _normalized(response, turn.turn)
+        record = TurnRecord(
+            turn=turn.turn,
+            task=request.task if turn.turn == 0 else "",
+            results=turn.results,
+            reply=reply,
+        )
+        return self.conversations.put(folder, record).reply
+
+    async def _ask(self, request: ModelRequest) -> ModelResponse:
+        heartbeat = asyncio.create_task(_heartbeat_forever())
+        try:
+            return await self.model.next_turn(request)
+        except (asyncio.CancelledError, ApplicationError):
+            raise
+        except Exception as err:
+            raise lw_error(
+                MODEL_FAILED,
+                f"workflow {request.workflow_id!r}: the model failed on turn "
+                f"{request.turn + 1}: {type(err).__name__}: {err}",
+            ) from err
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+
+
+def _normalized(response: ModelResponse, turn: int) -> ModelResponse:
+    """Ids on every call (unique within the reply), a bounded text, one model call."""
+    seen: set[str] = set()
+    calls = []
+    for index, call in enumerate(response.tool_calls):
+        call_id = _SAFE_ID.sub("_", call.id)[:64] or f"call_{turn}_{index}"
+        if call_id in seen:
+            call_id = f"{call_id}_{index}"
+        seen.add(call_id)
+        calls.append(call.model_copy(update={"id": call_id}))
+    text = response.text
+    if len(text.encode("utf-8", "surrogateescape")) > REPLY_TEXT_CAP:
+        text = text.encode("utf-8", "surrogateescape")[:REPLY_TEXT_CAP].decode("utf-8", "ignore")
+    usage = response.usage
+    if usage.model_calls == 0:
+        usage = usage + Usage(model_calls=1)
+    return response.model_copy(update={"tool_calls": calls, "text": text, "usage": usage})
+
+
+def _save_cleared(scope: Scope, result: ToolResult) -> str:
+    """Put a cleared result where the agent can re-read it: its own scratch."""
+    name = f"turn-{result.turn + 1}-{_SAFE_ID.sub('_', result.call_id)[:64]}.txt"
+    folder = scope.own_scratch / "context-cleared"
+    path = folder / name
+    if not path.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(result.text, encoding="utf-8", errors="surrogateescape")
+        tmp.replace(path)
+    return f"/mnt/scratch/own/context-cleared/{name}"
+
+
+async def _heartbeat_forever() -> None:
+    """A slow model call must not look like a dead worker."""
+    while True:
+        activity.heartbeat()
+        await asyncio.sleep(_HEARTBEAT_SECONDS)

@@ -1,0 +1,102 @@
+"""The agent workflows' inputs, results, query answer and carried state.
+
+Everything here travels through Temporal (workflow inputs and results, the
+``lw.progress`` query, continue-as-new), so each is bounded: the conversation itself
+lives worker-side (see ``_conversation``) and only what is new each turn enters the
+history.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from .._ids import Role
+from ._protocol import Exchange, ToolResult, Usage
+
+
+class WorkerSettings(BaseModel):
+    """Worker-side settings workflow code needs but cannot see: read once per run
+    tree (the ``lw.settings`` local activity, recorded in history so replay is
+    deterministic) and handed to children in their input."""
+
+    index_search_attributes: bool = False
+    local_model: bool = False
+    orchestrator_max_turns: int = 24
+    #: Turn budget per registered definition id (bounded by the registry's size).
+    max_turns: dict[str, int] = Field(default_factory=dict)
+    default_max_turns: int = 24
+
+    def turns_for(self, role: Role, definition_id: str | None) -> int:
+        if role is Role.ORCHESTRATOR or definition_id is None:
+            return self.orchestrator_max_turns
+        return self.max_turns.get(definition_id, self.default_max_turns)
+
+
+class AgentState(BaseModel):
+    """What the loop carries across continue-as-new: counters, the answers the next
+    model call needs, and a bounded tail of the conversation (enough to rebuild it
+    if the worker-side copy is gone)."""
+
+    turn: int = 0
+    #: Results of the last turn's calls, not yet sent to the model.
+    pending: list[ToolResult] = Field(default_factory=list)
+    #: The newest exchanges (bounded in bytes), for a rebuild after continue-as-new.
+    carried: list[Exchange] = Field(default_factory=list)
+    next_child: int = 1
+    children: list[str] = Field(default_factory=list)
+    children_finished: int = 0
+    failed_tools: int = 0
+    #: Consecutive replies cut at the output token limit without a tool call.
+    output_limit_hits: int = 0
+    settings: WorkerSettings | None = None
+    usage: Usage = Field(default_factory=Usage)
+    #: Usage of finished children's trees.
+    children_usage: Usage = Field(default_factory=Usage)
+
+
+class AgentInput(BaseModel):
+    """A run's input: its task (from the client or the parent) and loop options.
+
+    ``turns_per_run`` continues-as-new after that many turns even when Temporal does
+    not suggest it yet (it always does when a history grows large); ``settings`` is
+    set by a parent (its worker's settings), ``state`` only by the workflow itself
+    when it continues as new.
+    """
+
+    task: str = ""
+    turns_per_run: int | None = Field(default=None, gt=0)
+    settings: WorkerSettings | None = None
+    state: AgentState | None = None
+
+
+class AgentResult(BaseModel):
+    workflow_id: str
+    role: Role
+    definition_id: str | None
+    summary: str
+    turns: int
+    children: list[str] = Field(default_factory=list)
+    #: Tokens this run's own model calls used.
+    usage: Usage = Field(default_factory=Usage)
+    #: Tokens of this run and every descendant (the pipeline's total at the root).
+    tree_usage: Usage = Field(default_factory=Usage)
+
+
+class Progress(BaseModel):
+    """The answer to the ``lw.progress`` query."""
+
+    workflow_id: str
+    role: Role
+    definition_id: str | None
+    status: str
+    turn: int
+    max_turns: int | None
+    running: list[str] = Field(default_factory=list)
+    children_started: int = 0
+    children_finished: int = 0
+    children: list[str] = Field(default_factory=list)
+    failed_tools: int = 0
+    summary: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    #: This run's usage plus that of its finished children's trees.
+    tree_usage: Usage = Field(default_factory=Usage)

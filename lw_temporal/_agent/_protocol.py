@@ -1,0 +1,186 @@
+"""What a model sees and says: the typed conversation of one agent run.
+
+The conversation is a list of :class:`Exchange` (one per turn: what the model said and
+asked, and the result of each tool call it made, bound to the call's id). Adapters
+render it in their provider's native protocol (``tool_use``/``tool_result`` blocks,
+``tool_calls``/``role: "tool"`` messages); nothing is ever re-encoded as chat text, so
+a model trained on that protocol sees exactly the shape it was trained on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._ids import Role
+
+#: Why the model stopped: it called tools or finished (``end_turn``), ran out of output
+#: tokens (``max_tokens``: the loop asks it to go on), or refused (the run fails).
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
+
+
+class ToolCall(BaseModel):
+    """One action the model asks for; ``id`` binds its result (adapters keep the
+    provider's id, the activity numbers calls that come without one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    id: str = ""
+    #: Set when the provider returned arguments that are not a JSON object: the call is
+    #: answered with this error instead of being run.
+    invalid_arguments: str | None = None
+
+
+class ToolResult(BaseModel):
+    """The answer to one tool call, as the model reads it.
+
+    ``text`` is the result rendered by the tool's record in the registry (bounded by the
+    tool's own caps); ``ref`` names the file holding the full output when it was longer.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str
+    tool: str
+    turn: int
+    text: str
+    is_error: bool = False
+    ref: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.is_error
+
+
+class Usage(BaseModel):
+    """Tokens a run spent: per turn in each reply, summed per run and per tree."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    #: Input tokens read from the provider's prompt cache (billed at a discount).
+    cached_tokens: int = 0
+    #: Input tokens written to the prompt cache this turn (Anthropic).
+    cache_write_tokens: int = 0
+    model_calls: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            model_calls=self.model_calls + other.model_calls,
+        )
+
+    def line(self) -> str:
+        return (
+            f"{self.input_tokens} input ({self.cached_tokens} cached), "
+            f"{self.output_tokens} output tokens in {self.model_calls} model calls"
+        )
+
+
+class ModelResponse(BaseModel):
+    """A model's answer: optional text, the tool calls to run in order, why it
+    stopped, and what it cost."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    stop_reason: StopReason = "end_turn"
+    usage: Usage = Field(default_factory=Usage)
+
+
+class Exchange(BaseModel):
+    """One turn: the model's reply and the results answering its tool calls."""
+
+    turn: int
+    reply: ModelResponse
+    results: list[ToolResult] = Field(default_factory=list)
+    #: Text the user side adds after the results (e.g. "your reply was cut off").
+    note: str = ""
+
+
+class ToolSpec(BaseModel):
+    """A tool as offered to a model: name, description, JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def anthropic(self) -> dict[str, Any]:
+        """The tool in the Anthropic Messages API shape."""
+        return {"name": self.name, "description": self.description, "input_schema": self.parameters}
+
+    def openai(self) -> dict[str, Any]:
+        """The tool in the OpenAI Chat Completions shape."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+class ModelRequest(BaseModel):
+    """Everything a model needs for one turn, assembled on the worker: the run's whole
+    conversation (within the context budget) and what only the worker may decide."""
+
+    role: Role
+    workflow_id: str
+    definition_id: str | None
+    turn: int
+    max_turns: int
+    mounts: str
+    instructions: str
+    task: str
+    #: Every earlier turn of the run, oldest first, each with its tool results.
+    history: list[Exchange] = Field(default_factory=list)
+    tools: list[ToolSpec]
+    available_workflows: dict[str, str] = Field(default_factory=dict)
+    #: Short notes for this turn only (an output cut at max_tokens, turns running out,
+    #: results cleared to fit the context budget).
+    notes: list[str] = Field(default_factory=list)
+    #: How many older tool results were replaced by a pointer to their saved output.
+    cleared_results: int = 0
+
+    def system_prompt(self) -> str:
+        """The seeds' system prompt: role, instructions, the mount description and the
+        workflows it may start. Stable across turns, so providers can cache it."""
+        parts = [
+            f"You are the {self.role.value} agent of run {self.workflow_id}. You act only "
+            "through your tools; every tool call gets a result in the next message."
+        ]
+        if self.instructions:
+            parts.append(self.instructions)
+        parts.append(self.mounts)
+        if self.available_workflows:
+            parts.append(
+                "Workflows you can start with plan_workflow:\n"
+                + "\n".join(f"- {k}: {v}" for k, v in self.available_workflows.items())
+            )
+        parts.append(
+            f"You have at most {self.max_turns} turns. Call finish with a short summary "
+            "when your work is done; a reply without any tool call also ends your run."
+        )
+        return "\n\n".join(parts)
+
+    def tool_results(self) -> list[ToolResult]:
+        """Every tool result of the conversation, oldest first."""
+        return [result for exchange in self.history for result in exchange.results]
+
+    def last_results(self) -> list[ToolResult]:
+        """The results of the previous turn's calls (what is new this turn)."""
+        return list(self.history[-1].results) if self.history else []
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Whatever chooses an agent's next tool calls: an LLM adapter or a script."""
+
+    async def next_turn(self, request: ModelRequest) -> ModelResponse: ...

@@ -1,0 +1,420 @@
+"""The tool registry: one record per tool, read by everyone who needs the contract.
+
+A record says what the model is told (name, description, JSON schema), who may call it
+(roles), how workflow code runs it (the activity and its typed request and result, or a
+child workflow, or the end of the run) and how its result reads for the model. The
+agent loop dispatches from it, ``lw.model`` offers ``tools_for(role)`` to the model,
+adapters translate the same specs, and the scripted model's calls are validated by the
+same request models, so a tool is added or given to a new role in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._bash import BASH_ACTIVITY, BashRequest, BashResult
+from .._ids import Role
+from .._memory import (
+    APPEND,
+    DELETE,
+    LIST,
+    READ,
+    REPLACE,
+    WRITE,
+    ListResult,
+    MemoryAppendRequest,
+    MemoryDeleteRequest,
+    MemoryListRequest,
+    MemoryReadRequest,
+    MemoryReplaceRequest,
+    MemoryWriteRequest,
+    MutationResult,
+    ReadResult,
+)
+from ._protocol import ToolSpec
+
+#: Bytes of a memory file one ``memory_read`` returns when the model names no size:
+#: what a turn adds to the history stays bounded whatever a store holds.
+MEMORY_READ_BYTES = 64 * 1024
+MEMORY_LIST_LIMIT = 200
+#: Default command timeout when the model gives none (lw.bash enforces its own too).
+BASH_DEFAULT_TIMEOUT = 600.0
+#: UTF-8 bytes of a run's task, of a child's task and of a finish summary.
+TASK_CAP = 16 * 1024
+
+
+class ToolKind(StrEnum):
+    ACTIVITY = "activity"
+    CHILD = "child"
+    FINISH = "finish"
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A result as the model reads it."""
+
+    text: str
+    is_error: bool = False
+    ref: str | None = None
+
+
+Req = TypeVar("Req", bound=BaseModel)
+Res = TypeVar("Res", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Tool(Generic[Req, Res]):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    roles: frozenset[Role]
+    kind: ToolKind
+    request: type[Req]
+    result: type[Res] | None = None
+    activity: str | None = None
+    render: Callable[[Res], Rendered] | None = None
+    #: Argument defaults applied before validation (bounded reads and listings).
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    timeout: Callable[[Req], timedelta] = lambda _: timedelta(seconds=60)
+    heartbeat: timedelta | None = None
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+
+    def arguments(self, given: Mapping[str, Any]) -> Req:
+        """The validated request; raises pydantic's ValidationError for the model."""
+        return self.request.model_validate({**self.defaults, **given})
+
+    def rendered(self, result: Res) -> Rendered:
+        assert self.render is not None
+        return self.render(result)
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PlanWorkflowArgs(_Args):
+    workflow: str = Field(min_length=1)
+    task: str = Field(default="", max_length=TASK_CAP)
+
+
+class RunStepArgs(_Args):
+    task: str = Field(min_length=1, max_length=TASK_CAP)
+
+
+class FinishArgs(_Args):
+    summary: str = Field(default="", max_length=TASK_CAP)
+
+
+def _schema(required: tuple[str, ...], **properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+def _prop(kind: str | list[str], description: str, **extra: Any) -> dict[str, Any]:
+    return {"type": kind, "description": description, **extra}
+
+
+_PATH = _prop(
+    "string",
+    "An absolute path under /mnt/memory/ as listed in your mount description, e.g. "
+    "/mnt/memory/workflow/lessons.md.",
+)
+_IF_SHA = _prop(
+    ["string", "null"],
+    "Optional compare-and-set: the content_sha256 you last read (or 'absent' for a file "
+    "that must not exist yet); the change is refused if the file changed since.",
+)
+
+
+def _render_bash(result: BashResult) -> Rendered:
+    head = f"exit code {result.exit_code}"
+    if result.timed_out:
+        head += f" (timed out after {result.duration_seconds:.0f}s; its process tree was killed)"
+    lines = [head]
+    if result.rejection:
+        lines.append(f"refused before running: {result.rejection}")
+    for name, text, truncated, size, ref in (
+        ("stdout", result.stdout, result.stdout_truncated, result.stdout_bytes, result.stdout_ref),
+        ("stderr", result.stderr, result.stderr_truncated, result.stderr_bytes, result.stderr_ref),
+    ):
+        if truncated:
+            lines.append(
+                f"{name} ({size} bytes, cut in the middle; the whole output is saved in "
+                f"{ref}: read it in parts with sed -n, head -c, tail -c or grep):\n{text}"
+            )
+        elif text:
+            lines.append(f"{name}:\n{text}")
+    if result.memory_changes:
+        lines.append(
+            "memory changes committed: "
+            + ", ".join(f"{c.path} ({c.kind})" for c in result.memory_changes)
+        )
+    if result.memory_refused:
+        lines.append("memory changes refused: " + "; ".join(result.memory_refused))
+    failed = result.exit_code != 0 or bool(result.rejection) or bool(result.memory_refused)
+    return Rendered("\n".join(lines), failed, result.stdout_ref or result.stderr_ref)
+
+
+def _render_read(result: ReadResult) -> Rendered:
+    if not result.exists:
+        return Rendered(f"{result.path}: no such file (write it with memory_write)")
+    head = f"{result.path} ({result.size} bytes, content_sha256 {result.content_sha256})"
+    if result.truncated:
+        shown = result.offset + len(result.content.encode("utf-8", "surrogateescape"))
+        head += f"; bytes {result.offset}..{shown} shown: read on with offset={shown}"
+    return Rendered(f"{head}\n{result.content}")
+
+
+def _render_mutation(result: MutationResult) -> Rendered:
+    text = f"{result.op} {result.path}: {result.bytes} bytes"
+    if result.content_sha256:
+        text += f", content_sha256 now {result.content_sha256}"
+    if result.deleted:
+        text += f"; deleted {len(result.deleted)}: " + ", ".join(result.deleted[:50])
+    if result.findings:
+        text += "; scan findings (kept, not blocking): " + ", ".join(
+            f"{f.rule} at line {f.line}" for f in result.findings
+        )
+    return Rendered(text)
+
+
+def _render_list(result: ListResult) -> Rendered:
+    lines = [f"{result.path}: {len(result.entries)} entries"]
+    lines += [f"{e.path} ({e.kind}, {e.size} bytes)" for e in result.entries]
+    if result.truncated:
+        lines.append("(listing truncated: list a subfolder, or raise limit)")
+    return Rendered("\n".join(lines))
+
+
+_AGENTS = frozenset(Role)
+_MEMORY_TIMEOUT = timedelta(seconds=60)
+
+
+def _bash_timeout(request: BashRequest) -> timedelta:
+    return timedelta(seconds=(request.timeout_seconds or BASH_DEFAULT_TIMEOUT) + 60)
+
+
+def _memory_tool(
+    name: str,
+    activity: str,
+    request: type[Req],
+    result: type[Res],
+    render: Callable[[Res], Rendered],
+    description: str,
+    parameters: dict[str, Any],
+    **defaults: Any,
+) -> Tool[Req, Res]:
+    return Tool(
+        name=name,
+        description=description,
+        parameters=parameters,
+        roles=_AGENTS,
+        kind=ToolKind.ACTIVITY,
+        request=request,
+        result=result,
+        activity=activity,
+        render=render,
+        defaults=defaults,
+        timeout=lambda _: _MEMORY_TIMEOUT,
+    )
+
+
+_WRITE_NOTE = (
+    " Only writable (rw) memory mounts accept it. Every change is versioned and audited, "
+    "content is scanned for secrets, and each store has a quota."
+)
+
+TOOLS: tuple[Tool[Any, Any], ...] = (
+    Tool(
+        name="bash",
+        description=(
+            "Run one bash command in your sandbox and get its exit code, stdout and stderr. "
+            "Only the /mnt folders of your mount description exist (no network, a fresh "
+            "/tmp); the working directory is /mnt/scratch/own. A path outside your mounts, "
+            "or a write to a read-only mount, is refused before the command runs. Files "
+            "you change under a writable /mnt/memory mount are committed after the command "
+            "(versioned and audited). Each output stream is returned up to a cap; longer "
+            "output is saved whole in a file the result names, which you read in parts "
+            "with sed -n, head -c, tail -c or grep."
+        ),
+        parameters=_schema(
+            ("command",),
+            command=_prop("string", "The bash command line; pipes, heredocs and && work."),
+            timeout_seconds=_prop(
+                "number", "Kill the command after this many seconds (default 600).", minimum=1
+            ),
+        ),
+        roles=_AGENTS,
+        kind=ToolKind.ACTIVITY,
+        request=BashRequest,
+        result=BashResult,
+        activity=BASH_ACTIVITY,
+        render=_render_bash,
+        timeout=_bash_timeout,
+        heartbeat=timedelta(seconds=30),
+    ),
+    _memory_tool(
+        "memory_read",
+        READ,
+        MemoryReadRequest,
+        ReadResult,
+        _render_read,
+        "Read a memory file: returns its size, content_sha256 (for compare-and-set "
+        "writes) and content, up to max_bytes from offset; a file that does not exist "
+        "reads as 'no such file'.",
+        _schema(
+            ("path",),
+            path=_PATH,
+            offset=_prop("integer", "Byte offset to start at (default 0).", minimum=0),
+            max_bytes=_prop(
+                "integer", f"Bytes to return (default {MEMORY_READ_BYTES}).", minimum=1
+            ),
+        ),
+        max_bytes=MEMORY_READ_BYTES,
+    ),
+    _memory_tool(
+        "memory_write",
+        WRITE,
+        MemoryWriteRequest,
+        MutationResult,
+        _render_mutation,
+        "Create or overwrite a memory file with content; returns its new content_sha256."
+        + _WRITE_NOTE,
+        _schema(
+            ("path", "content"),
+            path=_PATH,
+            content=_prop("string", "The whole new content of the file."),
+            if_sha256=_IF_SHA,
+        ),
+    ),
+    _memory_tool(
+        "memory_append",
+        APPEND,
+        MemoryAppendRequest,
+        MutationResult,
+        _render_mutation,
+        "Append text to the end of a memory file, creating it if needed." + _WRITE_NOTE,
+        _schema(
+            ("path", "content"),
+            path=_PATH,
+            content=_prop("string", "The text to add (include a trailing newline)."),
+            if_sha256=_IF_SHA,
+        ),
+    ),
+    _memory_tool(
+        "memory_replace",
+        REPLACE,
+        MemoryReplaceRequest,
+        MutationResult,
+        _render_mutation,
+        "Replace the one exact occurrence of old with new in a memory file (old must "
+        "occur exactly once; read the file first)." + _WRITE_NOTE,
+        _schema(
+            ("path", "old", "new"),
+            path=_PATH,
+            old=_prop("string", "The exact text to replace; must occur exactly once."),
+            new=_prop("string", "The replacement text."),
+            if_sha256=_IF_SHA,
+        ),
+    ),
+    _memory_tool(
+        "memory_list",
+        LIST,
+        MemoryListRequest,
+        ListResult,
+        _render_list,
+        "List the files and folders under a memory path (recursively by default), with "
+        "sizes; /mnt/memory lists every store you can see.",
+        _schema(
+            ("path",),
+            path=_PATH,
+            recursive=_prop("boolean", "List subfolders too (default true)."),
+            limit=_prop(
+                "integer", f"Most entries to return (default {MEMORY_LIST_LIMIT}).", minimum=1
+            ),
+        ),
+        limit=MEMORY_LIST_LIMIT,
+    ),
+    _memory_tool(
+        "memory_delete",
+        DELETE,
+        MemoryDeleteRequest,
+        MutationResult,
+        _render_mutation,
+        "Delete a memory file (or a folder with recursive=true)." + _WRITE_NOTE,
+        _schema(
+            ("path",),
+            path=_PATH,
+            recursive=_prop("boolean", "Delete a folder and everything in it."),
+            if_sha256=_IF_SHA,
+        ),
+    ),
+    Tool(
+        name="plan_workflow",
+        description=(
+            "Start a planner sub-run of one of the registered workflows listed in your "
+            "system prompt and wait for its summary. Keep the task short: write context "
+            "for it to /mnt/scratch/own/ first, which the planner reads under "
+            "/mnt/scratch/from-orchestrator/. Several plan_workflow calls in one reply run "
+            "in parallel."
+        ),
+        parameters=_schema(
+            ("workflow", "task"),
+            workflow=_prop("string", "The workflow id, e.g. candidate-review."),
+            task=_prop("string", "What this run must do, in a sentence or two."),
+        ),
+        roles=frozenset({Role.ORCHESTRATOR}),
+        kind=ToolKind.CHILD,
+        request=PlanWorkflowArgs,
+    ),
+    Tool(
+        name="run_step",
+        description=(
+            "Start a worker step with a task and wait for its summary; several run_step "
+            "calls in one reply run in parallel. Keep the task short: write the plan to "
+            "/mnt/scratch/own/ first, which steps read under /mnt/scratch/from-planner/; "
+            "each step writes its own findings to its scratch."
+        ),
+        parameters=_schema(
+            ("task",), task=_prop("string", "What this step must do, in a sentence or two.")
+        ),
+        roles=frozenset({Role.PLANNER}),
+        kind=ToolKind.CHILD,
+        request=RunStepArgs,
+    ),
+    Tool(
+        name="finish",
+        description=(
+            "End your run with a short summary for whoever started you (your parent agent "
+            "or the user). Write anything longer to a file first and name it here."
+        ),
+        parameters=_schema(("summary",), summary=_prop("string", "The outcome, briefly.")),
+        roles=_AGENTS,
+        kind=ToolKind.FINISH,
+        request=FinishArgs,
+    ),
+)
+
+REGISTRY: dict[str, Tool[Any, Any]] = {t.name: t for t in TOOLS}
+
+
+def tools_for(role: Role) -> tuple[Tool[Any, Any], ...]:
+    """The tools a role may call, in registry order."""
+    return tuple(t for t in TOOLS if role in t.roles)
+
+
+def tool_for(role: Role, name: str) -> Tool[Any, Any] | None:
+    found = REGISTRY.get(name)
+    return found if found is not None and role in found.roles else None
