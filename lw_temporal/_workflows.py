@@ -359,6 +359,7 @@ class _Agent:
             WorkerSettings,
             start_to_close=timedelta(seconds=30),
             local=True,
+            summary="worker settings",
         )
         return settings
 
