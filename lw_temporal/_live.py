@@ -254,25 +254,30 @@ def run_id_for(args: argparse.Namespace) -> tuple[RunId, str]:
 
 
 async def connect(args: argparse.Namespace) -> Client:
-    """A client with the pydantic converter; with ``--tracing``, Temporal's tracing
-    interceptor too, so the run's trace starts here."""
+    """A client with the pydantic converter."""
     from temporalio.contrib.pydantic import pydantic_data_converter
 
-    interceptors: list[Any] = []
-    if getattr(args, "tracing", False):
-        from temporalio.contrib.opentelemetry import TracingInterceptor
-
-        from ._telemetry._tracing import TRACER_NAME, default_tracer_provider
-
-        provider = default_tracer_provider()
-        if provider is not None:
-            interceptors.append(TracingInterceptor(provider.get_tracer(TRACER_NAME)))
     return await Client.connect(
-        args.address,
-        namespace=args.namespace,
-        data_converter=pydantic_data_converter,
-        interceptors=interceptors,
+        args.address, namespace=args.namespace, data_converter=pydantic_data_converter
     )
+
+
+def traced(client: Client, args: argparse.Namespace) -> Client:
+    """``client`` with Temporal's tracing interceptor when ``--tracing`` asks, so the run's
+    trace starts here; only the start goes through it (each progress query would be a
+    trace of its own)."""
+    if not getattr(args, "tracing", False):
+        return client
+    from temporalio.contrib.opentelemetry import TracingInterceptor
+
+    from ._telemetry._tracing import TRACER_NAME, default_tracer_provider
+
+    provider = default_tracer_provider()
+    if provider is None:
+        return client
+    config = client.config()
+    config["interceptors"] = [TracingInterceptor(provider.get_tracer(TRACER_NAME))]
+    return Client(**config)
 
 
 def _ended(code: int) -> int:
@@ -289,7 +294,7 @@ async def run_command(args: argparse.Namespace) -> int:
     client = await connect(args)
     screen = Screen(sys.stdout)
     print(f"starting {run_id.workflow_type} {workflow_id} on task queue {args.task_queue}")
-    handle = await client.start_workflow(
+    handle = await traced(client, args).start_workflow(
         run_id.workflow_type,
         AgentInput(task=task),
         id=workflow_id,

@@ -4,7 +4,19 @@ step that fails (its model has no script for it)."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from temporalio.testing import WorkflowEnvironment
+
 from lw_temporal import Role, ScriptedModel, WorkflowDefinition, tool
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = str(Path(sys.executable).parent / "lw-temporal")
 
 DEFINITIONS = (
     WorkflowDefinition(id="steady", instructions="Do two small steps."),
@@ -40,3 +52,64 @@ MODEL = ScriptedModel(
         ],
     }
 )
+
+
+def address(env: WorkflowEnvironment) -> str:
+    return env.client.service_client.config.target_host
+
+
+@asynccontextmanager
+async def worker_process(
+    env: WorkflowEnvironment,
+    data_dir: Path,
+    task_queue: str,
+    *options: str,
+    environ: Mapping[str, str] | None = None,
+) -> AsyncIterator[None]:
+    """``lw-temporal worker`` serving these definitions, as a process, until the block ends."""
+    worker = await asyncio.create_subprocess_exec(
+        CLI,
+        "worker",
+        "--address",
+        address(env),
+        "--task-queue",
+        task_queue,
+        "--data-dir",
+        str(data_dir),
+        "--definitions",
+        "tests._live_support:DEFINITIONS",
+        "--model",
+        "tests._live_support:MODEL",
+        *options,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        # The console script does not put the working directory on sys.path.
+        env={**os.environ, **(environ or {}), "PYTHONPATH": str(ROOT)},
+    )
+    assert worker.stdout is not None
+    line = await asyncio.wait_for(worker.stdout.readline(), timeout=60)
+    assert line.startswith(b"ready:"), line
+    try:
+        yield
+    finally:
+        worker.terminate()
+        await asyncio.wait_for(worker.wait(), timeout=30)
+
+
+async def lw(
+    env: WorkflowEnvironment, *args: str, environ: Mapping[str, str] | None = None
+) -> tuple[int, str, str]:
+    """Run ``lw-temporal <args> --address <env>``: exit code, stdout, stderr."""
+    process = await asyncio.create_subprocess_exec(
+        CLI,
+        *args,
+        "--address",
+        address(env),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(environ or {})},
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()

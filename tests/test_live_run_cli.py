@@ -10,30 +10,18 @@ import asyncio
 import os
 import pty
 import re
-import socket
-import sys
 import urllib.request
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
-ROOT = Path(__file__).resolve().parent.parent
-CLI = str(Path(sys.executable).parent / "lw-temporal")
+from lw_temporal._demo import _free_port
+
+from ._live_support import CLI, ROOT, address, lw, worker_process
+
 TASK_QUEUE = "live-run"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _address(env: WorkflowEnvironment) -> str:
-    return env.client.service_client.config.target_host
 
 
 @pytest_asyncio.fixture(scope="module")
@@ -42,52 +30,16 @@ async def metrics_port(
 ) -> AsyncIterator[int]:
     """A real ``lw-temporal worker`` process serving the test definitions."""
     port = _free_port()
-    data_dir = tmp_path_factory.mktemp("live-data")
-    worker = await asyncio.create_subprocess_exec(
-        CLI,
-        "worker",
-        "--address",
-        _address(dev_env),
-        "--task-queue",
+    async with worker_process(
+        dev_env,
+        tmp_path_factory.mktemp("live-data"),
         TASK_QUEUE,
-        "--data-dir",
-        str(data_dir),
-        "--definitions",
-        "tests._live_support:DEFINITIONS",
-        "--model",
-        "tests._live_support:MODEL",
         "--metrics-port",
         str(port),
         "--metrics-host",
         "127.0.0.1",
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        # The console script does not put the working directory on sys.path.
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert worker.stdout is not None
-    line = await asyncio.wait_for(worker.stdout.readline(), timeout=60)
-    assert line.startswith(b"ready:"), line
-    try:
+    ):
         yield port
-    finally:
-        worker.terminate()
-        await asyncio.wait_for(worker.wait(), timeout=30)
-
-
-async def lw(env: WorkflowEnvironment, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        CLI,
-        *args,
-        "--address",
-        _address(env),
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
 
 
 async def test_a_run_that_succeeds_shows_its_tree_and_exits_0(
@@ -186,7 +138,7 @@ async def test_on_a_terminal_the_tree_is_redrawn_in_place(
         "--id",
         "tty-1",
         "--address",
-        _address(dev_env),
+        address(dev_env),
         cwd=ROOT,
         stdout=follower,
         stderr=follower,

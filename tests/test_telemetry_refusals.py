@@ -1,0 +1,76 @@
+"""Refusals are visible in spans and metrics without what was refused: a command the
+pre-check refused carries its reason (not the path), a memory write refused by the
+content scan or a quota says which, and a command's text appears only when the worker
+opts in (``trace_commands=True``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from temporalio.testing import WorkflowEnvironment
+
+from lw_temporal import MemoryQuota, Role, ScriptedModel, WorkflowDefinition, tool
+from lw_temporal._workflows import AgentInput, AgentResult
+
+from ._hierarchy_support import lw_worker
+
+SECRET = "ghp_" + "Z" * 36
+DEFINITION = WorkflowDefinition(id="guarded", quota=MemoryQuota(max_file_bytes=64))
+MODEL = ScriptedModel(
+    {
+        ("guarded", Role.PLANNER): [
+            [
+                tool("bash", command="cat /etc/shadow"),
+                tool("bash", command="echo hello-from-the-command"),
+                tool("memory_write", path="/mnt/memory/workflow/creds.md", content=SECRET),
+                tool("memory_write", path="/mnt/memory/workflow/big.md", content="x" * 200),
+                tool("memory_write", path="/mnt/memory/workflow/ok.md", content="fine\n"),
+            ],
+            [tool("finish", summary="done")],
+        ]
+    }
+)
+
+
+async def test_refusals_are_labelled_and_commands_traced_only_when_asked(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    async with lw_worker(
+        dev_env, data_dir, task_queue, [DEFINITION], MODEL, tracing=provider, trace_commands=True
+    ) as client:
+        await client.execute_workflow(
+            "lw.Planner",
+            AgentInput(task="try"),
+            id=f"run_guarded@{task_queue}",
+            task_queue=task_queue,
+            result_type=AgentResult,
+        )
+    spans = exporter.get_finished_spans()
+    bash = [dict(s.attributes or {}) for s in spans if s.name == "lw.bash"]
+    rejected, ran = bash
+    assert rejected["lw.bash.rejection"] == "path is outside the allowed roots"
+    assert rejected["lw.bash.command"] == "cat /etc/shadow"  # opted in
+    assert ran["lw.bash.command"] == "echo hello-from-the-command"
+    assert "lw.bash.rejection" not in ran and ran["lw.bash.stdout_bytes"] == len(
+        "hello-from-the-command\n"
+    )
+
+    writes = {
+        str(a["lw.memory.path"]).rsplit("/", 1)[1]: a
+        for a in (dict(s.attributes or {}) for s in spans if s.name == "lw.memory.write")
+    }
+    assert writes["creds.md"]["lw.memory.refusal"] == "scan"
+    assert writes["creds.md"]["lw.error.type"] == "LwScanBlocked"
+    assert writes["big.md"]["lw.memory.refusal"] == "quota"
+    assert writes["ok.md"]["lw.memory.bytes"] == 5 and "lw.memory.refusal" not in writes["ok.md"]
+    assert all(w["lw.memory.store"] == "workflow" for w in writes.values())
+    for span in spans:
+        for value in (span.attributes or {}).values():
+            assert SECRET not in str(value) and "x" * 100 not in str(value)
+        assert SECRET not in str(span.status.description or "")
