@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import secrets
 import socket
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 from temporalio.client import Client, WorkflowFailureError
@@ -35,8 +32,9 @@ from ._ids import (
     DataLayout,
     RunId,
 )
+from ._live import Screen, follow, new_token
 from ._plugin import LittleWorkflowPlugin
-from ._workflows import PROGRESS_QUERY, AgentInput, AgentResult, Progress
+from ._workflows import AgentInput, AgentResult
 
 TASK_QUEUE = "lw-demo"
 
@@ -65,74 +63,6 @@ def _seed_org_memory(layout: DataLayout) -> None:
         policy.write_text(ORG_POLICY, encoding="utf-8")
 
 
-def _pipeline_token() -> str:
-    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
-
-
-async def _progress_tree(client: Client, root: str) -> dict[str, Progress]:
-    """Every workflow of the tree, by ID, as its progress query tells."""
-    seen: dict[str, Progress] = {}
-    pending = [root]
-    while pending:
-        workflow_id = pending.pop(0)
-        try:
-            progress = await client.get_workflow_handle(workflow_id).query(
-                PROGRESS_QUERY, result_type=Progress
-            )
-        except (RPCError, WorkflowFailureError):
-            continue  # not started yet, or started a moment ago
-        seen[workflow_id] = progress
-        pending += progress.children
-    return seen
-
-
-def _short(workflow_id: str) -> str:
-    return workflow_id.rsplit("/", 1)[-1]
-
-
-async def _watch(
-    client: Client, root: str, done: asyncio.Event, out: Printer, started: float
-) -> None:
-    """Print one line each time a workflow of the tree changes status or turn."""
-    last: dict[str, tuple[str, int]] = {}
-    while True:
-        tree = await _progress_tree(client, root)
-        for workflow_id, progress in tree.items():
-            key = (progress.status, progress.turn)
-            if last.get(workflow_id) == key:
-                continue
-            last[workflow_id] = key
-            depth = workflow_id.count("/") // 2
-            turns = f"turn {progress.turn}" + (
-                f"/{progress.max_turns}" if progress.max_turns else ""
-            )
-            detail = f" ({', '.join(progress.running)})" if progress.running else ""
-            out(
-                f"[{time.monotonic() - started:6.1f}s] {'  ' * depth}{_short(workflow_id)}"
-                f" [{progress.role.value}] {progress.status}{detail}, {turns}"
-            )
-        if done.is_set():
-            return
-        await asyncio.sleep(0.5)
-
-
-def _print_tree(tree: dict[str, Progress], root: str, out: Printer) -> None:
-    def walk(workflow_id: str, depth: int) -> None:
-        progress = tree.get(workflow_id)
-        if progress is None:
-            out(f"{'  ' * depth}{_short(workflow_id)} (not started)")
-            return
-        label = progress.definition_id or "pipeline"
-        out(
-            f"{'  ' * depth}{workflow_id if depth == 0 else _short(workflow_id)}"
-            f"  {progress.role.value} {label}: {progress.summary or progress.status}"
-        )
-        for child in progress.children:
-            walk(child, depth + 1)
-
-    walk(root, 0)
-
-
 def _print_files(base: Path, root: Path, out: Printer, *, limit: int = 200) -> None:
     files = sorted(p for p in root.rglob("*") if p.is_file())
     for path in files[:limit]:
@@ -147,8 +77,7 @@ async def run_pipeline(
     client: Client, layout: DataLayout, out: Printer, *, task_queue: str = TASK_QUEUE
 ) -> AgentResult:
     """Run one sample pipeline on a running worker, printing progress and the results."""
-    pipeline = str(RunId.orchestrator(_pipeline_token()))
-    started = time.monotonic()
+    pipeline = str(RunId.orchestrator(new_token()))
     out(f"starting {ORCHESTRATOR_WORKFLOW} {pipeline}")
     handle = await client.start_workflow(
         ORCHESTRATOR_WORKFLOW,
@@ -157,26 +86,25 @@ async def run_pipeline(
         task_queue=task_queue,
         result_type=AgentResult,
     )
+    screen = Screen(out, live=False)
     done = asyncio.Event()
-    watcher = asyncio.create_task(_watch(client, pipeline, done, out, started))
+    watcher = asyncio.create_task(follow(client, pipeline, screen, done))
     try:
         result: AgentResult = await handle.result()
     finally:
         done.set()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(watcher, timeout=30)
-    out(f"pipeline finished in {time.monotonic() - started:.1f}s: {result.summary}")
+    tree = await watcher
+    out(f"pipeline finished in {time.monotonic() - screen.started:.1f}s: {result.summary}")
     out("")
-    out("run tree:")
-    tree = await _progress_tree(client, pipeline)
-    _print_tree(tree, pipeline, out)
+    screen.final(tree)
     out("")
     out(f"scratch layout ({layout.runs}):")
     _print_files(layout.root, layout.runs / pipeline, out)
     out("")
     out(f"memory ({layout.memory}):")
     _print_files(layout.root, layout.memory, out)
-    failed = {k: p.failed_tools for k, p in tree.items() if p.failed_tools}
+    failed = {n.workflow_id: n.progress.failed_tools for n in tree if n.progress}
+    failed = {k: v for k, v in failed.items() if v}
     if failed:
         raise DemoError(
             f"{sum(failed.values())} tool calls failed in {', '.join(sorted(failed))}; the "

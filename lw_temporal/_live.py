@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.failure.v1 import Failure
@@ -173,37 +173,43 @@ async def failure_message(client: Client, workflow_id: str) -> str:
     return "failed"
 
 
-class Screen:
-    """Redraws the tree in place on a terminal; prints each change once when piped."""
+Printer = Callable[[str], None]
 
-    def __init__(self, out: TextIO, *, live: bool | None = None) -> None:
-        self.out = out
-        self.live = out.isatty() if live is None else live
+
+class Screen:
+    """Redraws the tree in place on a terminal; prints each change once when piped.
+
+    ``out`` prints one line (``print`` by default); ``live`` says whether it goes to a
+    terminal (default: whether stdout is one)."""
+
+    def __init__(self, out: Printer | None = None, *, live: bool | None = None) -> None:
+        self.out: Printer = out or (lambda line: print(line, flush=True))
+        self.live = sys.stdout.isatty() if live is None else live
         self.started = time.monotonic()
         self._drawn = 0
         self._last: dict[str, str] = {}
 
     def show(self, nodes: list[Node]) -> None:
         if self.live:
-            lines = [node.line() for node in nodes]
-            clear = f"\x1b[{self._drawn}F\x1b[J" if self._drawn else ""
-            self.out.write(clear + "".join(f"{line}\n" for line in lines))
-            self._drawn = len(lines)
-        else:
-            elapsed = time.monotonic() - self.started
-            for node in nodes:
-                line = node.line()
-                if self._last.get(node.workflow_id) != line:
-                    self._last[node.workflow_id] = line
-                    self.out.write(f"[{elapsed:6.1f}s] {line}\n")
-        self.out.flush()
+            if nodes:
+                clear = f"\x1b[{self._drawn}F\x1b[J" if self._drawn else ""
+                self.out(clear + "\n".join(node.line() for node in nodes))
+                self._drawn = len(nodes)
+            return
+        elapsed = time.monotonic() - self.started
+        for node in nodes:
+            line = node.line()
+            if self._last.get(node.workflow_id) != line:
+                self._last[node.workflow_id] = line
+                self.out(f"[{elapsed:6.1f}s] {line}")
 
     def final(self, nodes: list[Node]) -> None:
         if self.live:
             self.show(nodes)
             return
-        self.out.write("run tree:\n" + "".join(f"{node.line()}\n" for node in nodes))
-        self.out.flush()
+        self.out("run tree:")
+        for node in nodes:
+            self.out(node.line())
 
 
 async def report_failures(client: Client, nodes: list[Node]) -> int:
@@ -292,7 +298,7 @@ async def run_command(args: argparse.Namespace) -> int:
     run_id, task = run_id_for(args)
     workflow_id = str(run_id)
     client = await connect(args)
-    screen = Screen(sys.stdout)
+    screen = Screen()
     print(f"starting {run_id.workflow_type} {workflow_id} on task queue {args.task_queue}")
     handle = await traced(client, args).start_workflow(
         run_id.workflow_type,
@@ -333,7 +339,7 @@ async def status_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    Screen(sys.stdout, live=False).final(nodes)
+    Screen(live=False).final(nodes)
     return await report_failures(client, nodes)
 
 
