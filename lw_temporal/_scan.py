@@ -195,3 +195,39 @@ class NoScanner:
 
     def scan(self, path: str, content: bytes) -> Sequence[Finding]:
         return ()
+
+
+#: Bytes before a change that are scanned with it, so that a secret split across the
+#: seam (one half already stored, the other half added now) is still seen whole.
+SEAM_OVERLAP = 1024
+
+
+def scan_added(scanner: Scanner, path: str, before: bytes, added: bytes) -> list[Finding]:
+    """Findings in ``added`` as it lands after ``before`` (the stored bytes just ahead
+    of it; only the last :data:`SEAM_OVERLAP` of them matter).
+
+    The scan sees the overlap and the new bytes together and reports what was not
+    already there: a finding lying wholly in the old bytes does not block every later
+    append, and one that only the joined text shows does. Line numbers count from the
+    start of ``added``.
+    """
+    if not before:
+        return list(scanner.scan(path, added))
+    tail = before[-SEAM_OVERLAP:]
+    if len(before) > SEAM_OVERLAP:
+        cut = tail.find(b"\n")
+        tail = tail[cut + 1 :] if 0 <= cut < len(tail) - 1 else tail
+    shift = tail.count(b"\n")
+    joined = scanner.scan(path, tail + added)
+    old: dict[tuple[str, int, str], int] = {}
+    if joined:  # only then is it worth knowing what the old bytes alone contain
+        for f in scanner.scan(path, tail):
+            old[(f.rule, f.line, f.excerpt)] = old.get((f.rule, f.line, f.excerpt), 0) + 1
+    found: list[Finding] = []
+    for f in joined:
+        key = (f.rule, f.line, f.excerpt)
+        if old.get(key):
+            old[key] -= 1
+            continue
+        found.append(f.model_copy(update={"line": max(1, f.line - shift)}))
+    return found

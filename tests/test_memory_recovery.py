@@ -1,6 +1,7 @@
 """A worker process that dies inside a commit leaves no half-made change: after the
-journal (the commit point) the next lock holder rolls it forward, once, audit line
-and idempotency record included; before it, nothing happened."""
+journal flush (the commit point) the next lock holder rolls it forward, once, audit
+line and idempotency record included; a torn journal line (a crash inside its write)
+was never committed and is dropped."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from lw_temporal import MemoryStores, Provenance, StoreKind, StoreRef
 from lw_temporal._ids import DataLayout
-from lw_temporal._memory import _stores
+from lw_temporal._memory import _journal, _ledger
 
 STORE = StoreRef(StoreKind.WORKFLOW, "notes")
 PROV = Provenance(
@@ -30,21 +31,22 @@ PROV = Provenance(
 
 def _die_in_commit(data_dir: str, where: str) -> None:
     """Append, and kill this process at ``where`` inside the commit."""
-    original_roll = _stores.MemoryStores._roll_forward
-    original_usage = _stores.MemoryStores._write_usage
+    original_commit = _journal.Journal.commit
+    original_audit = _ledger.AuditLog.append
 
-    def roll(self: Any, *args: Any, **kwargs: Any) -> None:
-        if where == "after-journal" and not kwargs.get("recovering"):
+    def commit(self: Any, record: Any) -> int:
+        end = original_commit(self, record)
+        if where == "after-journal":
             os._exit(9)
-        original_roll(self, *args, **kwargs)
+        return end
 
-    def usage(state: Path, counters: Any) -> None:
+    def audit(self: Any, entries: Any) -> None:
+        original_audit(self, entries)
         if where == "after-audit":
             os._exit(9)
-        original_usage(state, counters)
 
-    _stores.MemoryStores._roll_forward = roll  # type: ignore[method-assign]
-    _stores.MemoryStores._write_usage = staticmethod(usage)  # type: ignore[method-assign,assignment]
+    _journal.Journal.commit = commit  # type: ignore[method-assign]
+    _ledger.AuditLog.append = audit  # type: ignore[method-assign]
     MemoryStores(DataLayout.at(data_dir)).append(STORE, "log.md", b"second\n", provenance=PROV)
 
 
@@ -57,8 +59,8 @@ def test_crash_inside_commit_is_rolled_forward_once(data_dir: Path, where: str) 
     proc.start()
     proc.join(timeout=120)
     assert proc.exitcode == 9
-    journal = list((stores.state_dir(STORE) / "journal").glob("*.json"))
-    assert len(journal) == 1
+    journal = _journal.Journal(stores.state_dir(STORE))
+    assert journal.pending() is not None  # committed, not (wholly) applied
 
     # the retried activity asks the ledger first: recovery completes the commit
     record = stores.recorded(STORE, PROV.model_copy(update={"attempt": 2}))
@@ -66,7 +68,7 @@ def test_crash_inside_commit_is_rolled_forward_once(data_dir: Path, where: str) 
     assert stores.read(STORE, "log.md").content == "first\nsecond\n"
     appends = [e for e in stores.audit(STORE) if e.workflow_id == "run_notes@1"]
     assert len(appends) == 1 and appends[0].attempt == 1
-    assert not list((stores.state_dir(STORE) / "journal").glob("*.json"))
+    assert journal.pending() is None
     # and a retry through the API returns the recorded result without appending
     again = stores.append(STORE, "log.md", b"second\n", provenance=PROV)
     assert again.replayed
@@ -77,10 +79,27 @@ def test_crash_inside_commit_is_rolled_forward_once(data_dir: Path, where: str) 
 def test_crash_before_the_journal_leaves_nothing(data_dir: Path) -> None:
     stores = MemoryStores(DataLayout.at(data_dir))
     stores.write(STORE, "a.md", b"v1", provenance=Provenance.admin("seed"))
-    state = stores.state_dir(STORE)
-    (state / "journal").mkdir(exist_ok=True)
-    (state / "journal" / "torn.json").write_bytes(b'{"op_id": "torn", "ops": [')
+    journal = _journal.Journal(stores.state_dir(STORE))
+    with journal.path.open("ab") as torn:
+        torn.write(b'{"commits": [{"op_id": "torn", "ops": [')
     stores.write(STORE, "b.md", b"v1", provenance=Provenance.admin("seed"))
-    assert not (state / "journal" / "torn.json").exists()
+    assert b"torn" not in journal.path.read_bytes()
     assert stores.read(STORE, "a.md").content == "v1"
     assert [e.path for e in stores.audit(STORE)] == ["a.md", "b.md"]
+
+
+def test_a_new_boot_redoes_the_journal(data_dir: Path) -> None:
+    """After a power loss (a new boot id) everything since the last checkpoint is
+    redone: the unflushed file writes, audit lines and ledger come back, once."""
+    stores = MemoryStores(DataLayout.at(data_dir))
+    stores.append(STORE, "log.md", b"first\n", provenance=Provenance.admin("seed"))
+    stores.append(STORE, "log.md", b"second\n", provenance=PROV)
+    state = stores.state_dir(STORE)
+    root = stores.root(STORE)
+    (root / "log.md").write_bytes(b"first\n")  # what a lost page cache could leave
+    (state / "ledger").rename(state / "ledger-lost")
+    _journal.Journal(state).marker.write_text("another-boot 0")
+    assert stores.recorded(STORE, PROV) is not None
+    assert stores.read(STORE, "log.md").content == "first\nsecond\n"
+    assert len(stores.audit(STORE)) == 2
+    assert _journal.Journal(state).size() == 0  # checkpointed

@@ -16,12 +16,14 @@ from ._models import (
     MemoryWriteRequest,
     MutationResult,
     Provenance,
+    PruneResult,
     ReadResult,
     RedactResult,
     StagedChange,
     StagedChangeResult,
     StagedCommitResult,
     VersionInfo,
+    VersionRetention,
 )
 from ._stores import MemoryStores
 
@@ -47,10 +49,12 @@ __all__ = [
     "MemoryWriteRequest",
     "MutationResult",
     "Provenance",
+    "PruneResult",
     "ReadResult",
     "RedactResult",
     "StagedChange",
     "StagedChangeResult",
     "StagedCommitResult",
     "VersionInfo",
+    "VersionRetention",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import uuid
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ TMP_PREFIX = ".lw-tmp-"
 MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 4096
 
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -30,6 +32,19 @@ def clean_relative(rel: str, shown: str) -> tuple[str, ...]:
     the store (``..``, absolute paths, NUL) or collide with our temporary files."""
     if "\x00" in rel:
         raise lw_error(PATH_REJECTED, f"{shown}: path contains a NUL byte")
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        raise lw_error(
+            PATH_REJECTED,
+            f"{shown!r}: path is not valid UTF-8; memory keeps UTF-8 names only, rename it",
+        ) from None
+    if _CONTROL.search(rel):
+        raise lw_error(
+            PATH_REJECTED,
+            f"{shown!r}: path contains a control character (newline, tab, escape...); "
+            "rename it with printable characters",
+        )
     if len(rel.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
         raise lw_error(PATH_REJECTED, f"{shown}: path is longer than {MAX_PATH_BYTES} bytes")
     if rel.startswith("/"):
@@ -165,9 +180,12 @@ def kind_at(dir_fd: int, name: str) -> str | None:
     return "other"
 
 
-def write_atomic_at(dir_fd: int, name: str, data: bytes, *, sync_dir: bool = True) -> None:
+def write_atomic_at(
+    dir_fd: int, name: str, data: bytes, *, sync_dir: bool = True, sync: bool = True
+) -> None:
     """Replace ``name`` with ``data`` atomically: temp file in the same directory,
-    fsync, rename over, fsync the directory. Readers see the old or the new bytes."""
+    fsync, rename over, fsync the directory. Readers see the old or the new bytes.
+    Without ``sync`` nothing is flushed (for what the journal can redo)."""
     tmp = f"{TMP_PREFIX}{uuid.uuid4().hex}"
     fd = os.open(
         tmp,
@@ -180,7 +198,8 @@ def write_atomic_at(dir_fd: int, name: str, data: bytes, *, sync_dir: bool = Tru
         while view:
             written = os.write(fd, view)
             view = view[written:]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     except BaseException:
         os.close(fd)
         os.unlink(tmp, dir_fd=dir_fd)
@@ -191,16 +210,42 @@ def write_atomic_at(dir_fd: int, name: str, data: bytes, *, sync_dir: bool = Tru
     except BaseException:
         os.unlink(tmp, dir_fd=dir_fd)
         raise
-    if sync_dir:
+    if sync_dir and sync:
         os.fsync(dir_fd)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
     """:func:`write_atomic_at` for bookkeeping files under the state dir."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path.parent, _DIR_FLAGS)
     try:
-        write_atomic_at(fd, path.name, data)
+        write_atomic_at(fd, path.name, data, sync=sync)
+    finally:
+        os.close(fd)
+
+
+def write_redoable(path: Path, data: bytes) -> None:
+    """Rewrite a bookkeeping file in place: no temp file, no rename, no fsync, and
+    never shorter (the rest is padded with spaces, which JSON ignores), since freeing
+    blocks costs more than the write.
+
+    Only for what the journal can write again (index entries, ledger records, version
+    references, counters): a crash mid-write leaves the journal unapplied, and
+    recovery rewrites the file; every reader treats an unreadable one as missing.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, flags, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        view = memoryview(data.ljust(size) if size > len(data) else data)
+        offset = 0
+        while view:
+            n = os.pwrite(fd, view, offset)
+            view, offset = view[n:], offset + n
     finally:
         os.close(fd)
 

@@ -205,11 +205,32 @@ class StagedCommitResult(_Model):
     store: str
     applied: bool
     changes: tuple[StagedChangeResult, ...] = ()
+    #: Per-path results left out of ``changes`` (it is capped; refusals come first).
+    omitted: int = 0
     replayed: bool = False
 
     @property
     def reasons(self) -> list[str]:
         return [f"{c.path}: {c.reason}" for c in self.changes if c.status == "rejected"]
+
+
+class VersionRetention(_Model):
+    """How many kept versions of each file a store keeps: the last ``keep_last`` and
+    any made within ``keep_days``. The current version is never pruned."""
+
+    keep_last: int = Field(default=20, ge=1, le=1_000_000)
+    keep_days: float | None = Field(default=None, ge=0)
+
+
+class PruneResult(_Model):
+    """What one retention pass removed from one store."""
+
+    store: str
+    policy: VersionRetention
+    removed: int = 0
+    freed_bytes: int = 0
+    files: int = 0
+    replayed: bool = False
 
 
 class LedgerRecord(_Model):

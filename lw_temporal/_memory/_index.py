@@ -1,0 +1,195 @@
+"""What a store holds now, known without reading its files.
+
+The *current-version index* keeps, per file, the sha256 of its content, its size and
+the resumable SHA-256 state after its last byte, checked against the file's inode,
+size and timestamps. An append then costs what it appends: the precondition, the audit
+line and the new ``content_sha256`` come from the index and the new bytes, never from
+re-reading the file. An entry whose file changed behind the store's back (an operator
+edited it by hand) no longer matches and is rebuilt from the file, so the index is a
+cache: it is written without fsync and never trusted blindly.
+
+The *usage* record keeps the counters the quota and the run manifests need: bytes of
+current files and of kept versions, files and folders, and the store's *tree id*, a
+hash of the set of (path, content sha256) pairs maintained incrementally (a sum of
+per-file hashes modulo 2**256), so the snapshot id of a store costs one small read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from contextlib import suppress
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import resumablesha256
+
+from . import _fs
+
+_MOD = 1 << 256
+
+
+def _key(rel: str) -> str:
+    return hashlib.sha256(rel.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def tree_term(rel: str, sha: str) -> int:
+    """One file's contribution to the tree id."""
+    digest = hashlib.sha256(f"{rel}\0{sha}".encode("utf-8", "surrogateescape")).digest()
+    return int.from_bytes(digest, "big")
+
+
+def tree_id(value: int) -> str:
+    return f"{value % _MOD:064x}"
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """The current version of one file. ``hstate`` is the SHA-256 state after its
+    content (``None`` until an append needs it)."""
+
+    sha: str
+    size: int
+    hstate: bytes | None = None
+
+    def extended(self, data: bytes) -> FileState:
+        """This file with ``data`` appended, hashed from the saved state only."""
+        assert self.hstate is not None
+        hasher = resumablesha256.sha256()
+        hasher.__setstate__(self.hstate)
+        hasher.update(data)
+        return FileState(hasher.hexdigest(), self.size + len(data), hasher.__getstate__())
+
+
+def state_of(content: bytes, *, resumable: bool = False) -> FileState:
+    """The :class:`FileState` of ``content`` (with its resumable state if asked)."""
+    if not resumable:
+        return FileState(hashlib.sha256(content).hexdigest(), len(content))
+    hasher = resumablesha256.sha256()
+    hasher.update(content)
+    return FileState(hasher.hexdigest(), len(content), hasher.__getstate__())
+
+
+@dataclass(slots=True)
+class Usage:
+    """What a store holds: current files' bytes, kept versions' bytes, files,
+    folders, and the tree id's running sum."""
+
+    live: int = 0
+    versions: int = 0
+    files: int = 0
+    dirs: int = 0
+    tree: int = 0
+
+    @property
+    def bytes(self) -> int:
+        return self.live + self.versions
+
+    def as_json(self) -> dict[str, int | str]:
+        raw: dict[str, int | str] = {k: v for k, v in asdict(self).items() if k != "tree"}
+        raw["tree"] = tree_id(self.tree)
+        return raw
+
+    @classmethod
+    def from_json(cls, raw: dict[str, object]) -> Usage:
+        return cls(
+            live=int(str(raw["live"])),
+            versions=int(str(raw.get("versions", 0))),
+            files=int(str(raw["files"])),
+            dirs=int(str(raw.get("dirs", 0))),
+            tree=int(str(raw["tree"]), 16),
+        )
+
+    def copy(self) -> Usage:
+        return replace(self)
+
+
+class FileIndex:
+    """The current-version index and usage record of one store."""
+
+    def __init__(self, state: Path) -> None:
+        self.dir = state / "index"
+        self.usage_path = state / "usage.json"
+
+    def _entry(self, rel: str) -> Path:
+        return self.dir / f"{_key(rel)}.json"
+
+    def lookup(
+        self, dir_fd: int, name: str, rel: str, shown: str, *, resumable: bool = False
+    ) -> tuple[FileState | None, bytes | None]:
+        """The file's state, and its content when it had to be read to know it.
+        ``(None, None)`` if absent; links and non-files are refused by the read."""
+        try:
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None, None
+        if stat.S_ISREG(info.st_mode):
+            cached = self._cached(rel, info)
+            if cached is not None and (cached.hstate is not None or not resumable):
+                return cached, None
+        content = _fs.read_at(dir_fd, name, shown)
+        if content is None:
+            return None, None
+        found = state_of(content, resumable=resumable)
+        self.remember(dir_fd, name, rel, found)
+        return found, content
+
+    def _cached(self, rel: str, info: os.stat_result) -> FileState | None:
+        try:
+            raw = json.loads(self._entry(rel).read_bytes())
+            if (
+                raw["path"] == rel
+                and raw["ino"] == info.st_ino
+                and raw["size"] == info.st_size
+                and raw["mtime"] == info.st_mtime_ns
+                and raw["ctime"] == info.st_ctime_ns
+            ):
+                h = raw.get("h")
+                return FileState(str(raw["sha"]), int(raw["size"]), bytes.fromhex(h) if h else None)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return None
+
+    def remember(self, dir_fd: int, name: str, rel: str, found: FileState) -> None:
+        """Record ``found`` as the state of the file now at ``name``."""
+        try:
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        if info.st_size != found.size:
+            return
+        entry = {
+            "path": rel,
+            "sha": found.sha,
+            "size": found.size,
+            "ino": info.st_ino,
+            "mtime": info.st_mtime_ns,
+            "ctime": info.st_ctime_ns,
+            "h": found.hstate.hex() if found.hstate else None,
+        }
+        path = self._entry(rel)
+        _fs.write_redoable(path, json.dumps(entry).encode())
+
+    def forget(self, rel: str) -> None:
+        with suppress(FileNotFoundError):
+            self._entry(rel).unlink()
+
+    # -- usage --------------------------------------------------------------------
+    def read_usage(self) -> Usage | None:
+        for _attempt in range(2):  # a read racing an in-place rewrite: once more
+            try:
+                return Usage.from_json(json.loads(self.usage_path.read_bytes()))
+            except FileNotFoundError:
+                return None
+            except (ValueError, KeyError, TypeError):
+                continue
+        return None
+
+    def write_usage(self, usage: Usage, *, sync: bool = False) -> None:
+        data = json.dumps(usage.as_json()).encode()
+        if sync:
+            _fs.write_atomic(self.usage_path, data)
+        else:
+            _fs.write_redoable(self.usage_path, data)

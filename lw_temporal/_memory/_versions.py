@@ -1,0 +1,289 @@
+"""Kept versions of a store's files, stored as reverse deltas on the live file.
+
+The current version of a file is the file itself; nothing is copied to keep it. When a
+change supersedes a version, that version is kept as the difference from its successor:
+
+- an append keeps the old version as *a prefix of* the new one (a few bytes of JSON);
+- an edit in place (``str_replace``, ``sed -i``) keeps the old bytes of the changed
+  region (*a splice* of the new one);
+- a rewrite or a delete keeps the old file itself, hard-linked into the version store
+  before the live name is replaced (no copy).
+
+So every change costs disk in proportion to what it changed, and reading the current
+file never follows a chain. Reverse deltas (RCS's choice) beat forward deltas here
+because the hot path, reading and appending to the newest version, touches no version
+data at all; reading an old version walks its chain toward the newest (rare: restore,
+redaction, review).
+
+Objects are addressed by the sha256 of the content they stand for:
+``versions/<sha[:2]>/<sha>`` holds a whole content, ``<sha>.json`` a reference
+(``live`` path, ``prefix`` of / ``splice`` of another version). A redaction gives a
+cleaned version a new address and leaves a redirect from the old one, so the
+append-only audit log stays resolvable. The store is written without fsync: the
+journal holds everything needed to redo it, and a checkpoint flushes it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import _fs
+
+#: Longest reference chain followed when reading one version (a guard, not a limit
+#: anyone meets: retention keeps chains far shorter).
+MAX_CHAIN = 100_000
+
+#: Reads a store file's current content if its sha256 is the one given (else ``None``).
+LiveReader = Callable[[str, str], "bytes | None"]
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def unb64(text: str) -> bytes:
+    return base64.b64decode(text.encode("ascii"))
+
+
+@dataclass(frozen=True, slots=True)
+class Splice:
+    """``new = old[:offset] + inserted + old[offset + len(removed):]``: the one
+    region that differs between two contents, found from their common prefix and
+    suffix."""
+
+    offset: int
+    removed: bytes
+    inserted: bytes
+
+    @classmethod
+    def between(cls, old: bytes, new: bytes) -> Splice:
+        limit = min(len(old), len(new))
+        start = _common(old, new, limit, from_end=False)
+        end = _common(old, new, limit - start, from_end=True)
+        return cls(start, old[start : len(old) - end], new[start : len(new) - end])
+
+    @property
+    def changed(self) -> int:
+        return len(self.removed) + len(self.inserted)
+
+
+def _common(a: bytes, b: bytes, limit: int, *, from_end: bool) -> int:
+    """Length of the common prefix (or suffix) of ``a`` and ``b``, at most ``limit``,
+    compared in halving steps so a long equal run costs a few slice compares."""
+    n, step = 0, 1 << 16
+    la, lb = len(a), len(b)
+    while step:
+        while n + step <= limit and (
+            a[la - n - step : la - n] == b[lb - n - step : lb - n]
+            if from_end
+            else a[n : n + step] == b[n : n + step]
+        ):
+            n += step
+        step //= 2
+    return n
+
+
+class VersionStore:
+    """The version objects of one store (under its bookkeeping dir)."""
+
+    def __init__(self, state: Path) -> None:
+        self.dir = state / "versions"
+        self._redirects = state / "redirects"
+        self._legacy = state / "blobs"
+
+    # -- addresses -----------------------------------------------------------------
+    def _full(self, sha: str) -> Path:
+        return self.dir / sha
+
+    def _ref(self, sha: str) -> Path:
+        return self.dir / f"{sha}.json"
+
+    def resolve(self, sha: str) -> str:
+        """Follow redaction redirects to the address that holds the content now."""
+        for _ in range(16):
+            try:
+                sha = (self._redirects / sha).read_text().strip()
+            except FileNotFoundError:
+                return sha
+        return sha
+
+    def redirect(self, old: str, new: str) -> None:
+        _fs.write_redoable(self._redirects / old, new.encode())
+
+    def written_paths(self, sha: str) -> list[Path]:
+        return [p for p in (self._full(sha), self._ref(sha)) if p.exists()]
+
+    # -- writing -------------------------------------------------------------------
+    def _put_ref(self, sha: str, ref: dict[str, Any]) -> None:
+        path = self._ref(sha)
+        _fs.write_redoable(path, json.dumps(ref, separators=(",", ":")).encode())
+        with suppress(FileNotFoundError):
+            self._full(sha).unlink()
+
+    def put_live(self, sha: str, rel: str) -> None:
+        """``sha`` is the current content of the store file ``rel``. A whole copy
+        already kept stays (it costs nothing more and survives the live file)."""
+        if not self._full(sha).exists():
+            self._put_ref(sha, {"live": rel})
+
+    def put_prefix(self, sha: str, of: str, length: int) -> None:
+        if not self._full(sha).exists():
+            self._put_ref(sha, {"prefix": of, "len": length})
+
+    def put_splice(self, sha: str, of: str, splice: Splice) -> None:
+        """``sha``'s content is ``of``'s with ``splice`` undone (``splice`` turned
+        ``sha`` into ``of``)."""
+        if not self._full(sha).exists():
+            self._put_ref(
+                sha,
+                {"splice": of, "at": splice.offset, "cut": len(splice.inserted),
+                 "data": b64(splice.removed)},
+            )  # fmt: skip
+
+    def put_full(self, sha: str, data: bytes) -> None:
+        path = self._full(sha)
+        if not path.exists():
+            _fs.write_atomic(path, data, sync=False)
+        with suppress(FileNotFoundError):
+            self._ref(sha).unlink()
+
+    def keep_file(self, sha: str, dir_fd: int, name: str) -> None:
+        """Keep the file ``name`` (whose content is ``sha``) as a whole version by
+        hard-linking it, so the live name can then be replaced or removed without
+        copying the old bytes."""
+        path = self._full(sha)
+        if path.exists():
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{_fs.TMP_PREFIX}{sha}")
+        with suppress(FileNotFoundError):
+            tmp.unlink()
+        try:
+            os.link(name, tmp, src_dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            data = _fs.read_at(dir_fd, name, name)
+            if data is None:
+                return
+            _fs.write_atomic(tmp, data, sync=False)
+        os.replace(tmp, path)
+        with suppress(FileNotFoundError):
+            self._ref(sha).unlink()
+
+    def remove(self, sha: str) -> int:
+        """Drop an object; returns the bytes it held."""
+        freed = 0
+        for path in (self._full(sha), self._ref(sha), self._legacy / sha[:2] / sha):
+            with suppress(FileNotFoundError):
+                info = path.lstat()
+                if info.st_nlink <= 1 or path == self._ref(sha):
+                    freed += info.st_size
+                path.unlink()
+        return freed
+
+    # -- reading -------------------------------------------------------------------
+    def ref(self, sha: str) -> dict[str, Any] | None:
+        try:
+            raw = json.loads(self._ref(sha).read_bytes())
+        except (FileNotFoundError, ValueError):
+            return None
+        return raw if isinstance(raw, dict) else None
+
+    def exists(self, sha: str) -> bool:
+        sha = self.resolve(sha)
+        return (
+            self._full(sha).exists()
+            or self._ref(sha).exists()
+            or (self._legacy / sha[:2] / sha).exists()
+        )
+
+    def stored_bytes(self, sha: str) -> int:
+        """What keeping ``sha`` costs on disk (a reference is small, a whole copy is
+        its size unless it is a hard link to a live file)."""
+        total = 0
+        for path in (self._full(sha), self._ref(sha)):
+            with suppress(FileNotFoundError):
+                total += path.lstat().st_size
+        return total
+
+    def get(self, sha: str, live: LiveReader) -> bytes | None:
+        """A version's content (``None`` if it is no longer kept). ``live`` reads a
+        store file for a version that is current somewhere."""
+        steps: list[tuple[str, dict[str, Any]]] = []
+        seen: set[str] = set()
+        data: bytes | None = None
+        want = self.resolve(sha)
+        for _ in range(MAX_CHAIN):
+            if want in seen:
+                return None
+            seen.add(want)
+            try:
+                data = self._full(want).read_bytes()
+                break
+            except FileNotFoundError:
+                pass
+            ref = self.ref(want)
+            if ref is None:
+                try:
+                    data = (self._legacy / want[:2] / want).read_bytes()
+                    break
+                except FileNotFoundError:
+                    return None
+            if "live" in ref:
+                data = live(str(ref["live"]), want)
+                if data is None:
+                    return None
+                break
+            steps.append((want, ref))
+            want = self.resolve(str(ref.get("prefix") or ref.get("splice")))
+        else:
+            return None
+        for _sha, ref in reversed(steps):
+            if "prefix" in ref:
+                data = data[: int(ref["len"])]
+            else:
+                at, cut = int(ref["at"]), int(ref["cut"])
+                data = data[:at] + unb64(str(ref["data"])) + data[at + cut :]
+        return data
+
+    def objects(self) -> Iterator[tuple[str, Path]]:
+        """Every object: (sha, path); whole copies and references alike."""
+        if not self.dir.is_dir():
+            return
+        for path in self.dir.iterdir():
+            if not path.name.startswith(_fs.TMP_PREFIX):
+                yield path.name.removesuffix(".json"), path
+
+    def total_bytes(self) -> int:
+        total = 0
+        for _sha, path in self.objects():
+            with suppress(FileNotFoundError):
+                info = path.lstat()
+                if stat.S_ISREG(info.st_mode):
+                    total += info.st_size
+        return total
+
+    def dependents(self, shas: Iterable[str]) -> dict[str, str]:
+        """Objects whose reference points at one of ``shas``: {dependent: target}."""
+        wanted = set(shas)
+        found: dict[str, str] = {}
+        for sha, path in self.objects():
+            if not path.name.endswith(".json"):
+                continue
+            ref = self.ref(sha) or {}
+            target = ref.get("prefix") or ref.get("splice")
+            if isinstance(target, str) and self.resolve(target) in wanted:
+                found[sha] = target
+        return found
