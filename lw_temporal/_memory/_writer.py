@@ -171,7 +171,7 @@ class StoreWriter:
                 return replayed.model_copy(update={"replayed": True})
         txn = Txn(batch, provenance, self.quota(files.store), self.scanner)
         result: BaseModel = item.run(txn)
-        if not txn.ops and not (item.attachment is not None and hashed is not None):
+        if not txn.ops and not txn.audit and not (item.attachment is not None and hashed):
             return result
         if txn.ops and batch.root_fd is None:
             batch.root_fd = _fs.open_root(files.root, create=True, shown=str(files.store))
