@@ -322,6 +322,8 @@ async def run_command(args: argparse.Namespace) -> int:
     if result is not None:
         print(f"{workflow_id} finished in {time.monotonic() - screen.started:.1f}s: ", end="")
         print(_one_line(result.summary, 400))
+        if result.tree_usage.model_calls:
+            print(f"tokens, whole tree: {result.tree_usage.line()}")
     elif not code:
         why = await failure_message(client, workflow_id)
         print(f"lw-temporal: workflow {workflow_id} failed: {why}", file=sys.stderr)
