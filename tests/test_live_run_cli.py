@@ -57,7 +57,10 @@ async def test_a_run_that_succeeds_shows_its_tree_and_exits_0(
     assert re.search(r"^run_steady@ok-1  planner steady  finished  3 turns  ", tree, re.M)
     for step in ("step_1", "step_2"):
         assert re.search(rf"^  {step}  worker steady  finished  2 turns  step done", tree, re.M)
-    assert "run_steady@ok-1 finished in" in out and out.rstrip().endswith("steady done")
+    assert re.search(r"^run_steady@ok-1 finished in \d+\.\ds: steady done$", out, re.M)
+    assert out.rstrip().splitlines()[-1] == (
+        "tokens, whole tree: 0 input (0 cached), 0 output tokens in 7 model calls"
+    )
     assert err == ""
 
     code, out, err = await lw(dev_env, "status", "run_steady@ok-1")
