@@ -65,11 +65,7 @@ def _add_worker(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         required=True,
         help="module:attribute naming a list of WorkflowDefinition objects",
     )
-    worker.add_argument(
-        "--model",
-        default=None,
-        help="module:attribute naming the Model the agents use, or a factory returning one",
-    )
+    _add_model_options(worker)
     worker.add_argument(
         "--sandbox", default=None, help="sandbox backend: auto (default), bwrap or landlock"
     )
@@ -89,9 +85,7 @@ def _add_worker(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
         options: dict[str, Any] = {"search_attributes_registered": args.search_attributes}
         if args.model is not None:
-            model = load_object(args.model)
-            # A factory (class or function) is called; a ready Model is used as is.
-            options["model"] = model() if not hasattr(model, "next_turn") else model
+            options["model"] = build_model(args.model, args.model_base_url)
         if args.sandbox is not None:
             options["sandbox"] = args.sandbox
         options.update(plugin_options(args))
@@ -117,6 +111,45 @@ def _add_worker(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     worker.set_defaults(handler=_then_exit(handler))
 
 
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        default=None,
+        help=(
+            "the model the agents use: anthropic:<model> (key from ANTHROPIC_API_KEY), "
+            "openai:<model> (key from OPENAI_API_KEY), or module:attribute naming a Model "
+            "or a factory returning one"
+        ),
+    )
+    parser.add_argument(
+        "--model-base-url",
+        default=None,
+        help="with openai:<model>: an OpenAI-compatible server (vLLM, Ollama, LiteLLM)",
+    )
+
+
+def build_model(spec: str, base_url: str | None = None) -> Any:
+    """The Model of a ``--model`` value; exits with the variable to set when a
+    provider's key is missing."""
+    from .models import ModelSpecError, model_from_spec
+    from .models._spec import is_provider_spec
+
+    if not is_provider_spec(spec):
+        model = load_object(spec)
+        # A factory (class or function) is called; a ready Model is used as is.
+        return model() if not hasattr(model, "next_turn") else model
+    try:
+        return model_from_spec(spec, base_url=base_url)
+    except ModelSpecError as err:
+        raise SystemExit(f"lw-temporal: {err}") from None
+    except ImportError as err:
+        provider = spec.partition(":")[0]
+        raise SystemExit(
+            f"lw-temporal: model {spec!r} needs the {provider} SDK: "
+            f"pip install 'lw-temporal[{provider}]' ({err})"
+        ) from None
+
+
 def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo = sub.add_parser(
         "demo",
@@ -128,6 +161,7 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="keep the dev server and its UI up after the pipeline, until Ctrl-C",
     )
+    _add_model_options(demo)
 
     async def handler(args: argparse.Namespace) -> int:
         from ._demo import run_demo

@@ -31,6 +31,17 @@ Candidate: Dana Reyes, applying for job ABC-123 (senior engineer).
 Known concern: two resume gaps (2019, 2022).
 """
 
+#: What a real model is told as the sample pipeline's orchestrator (the scripted model
+#: plays the same part in ORCHESTRATOR_SCRIPT).
+ORCHESTRATOR_INSTRUCTIONS = """\
+You run a hiring pipeline. First read the lessons of the workflows you can start
+(/mnt/memory/available-workflows/) and the pipeline's history (/mnt/memory/pipeline/).
+Write a short brief for your planners to /mnt/scratch/own/brief.md (candidate, job,
+known concerns). Then start candidate-review, and after it candidate-scoring, with
+plan_workflow. Finally append one line about this run to
+/mnt/memory/pipeline/history.md (memory_append) and finish with the verdict and score.
+"""
+
 ORG_POLICY = """\
 # PII handling
 Never copy a candidate's contact details into memory; refer to them by name.

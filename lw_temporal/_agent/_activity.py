@@ -41,6 +41,16 @@ SETTINGS_ACTIVITY = "lw.settings"
 #: The default turn budget of an orchestrator (planners and workers take theirs from
 #: ``WorkflowDefinition.max_turns``).
 ORCHESTRATOR_MAX_TURNS = 24
+#: What an orchestrator is told when the plugin gives no ``orchestrator_instructions``.
+DEFAULT_ORCHESTRATOR_INSTRUCTIONS = (
+    "You orchestrate a pipeline of the workflows listed below. Read their lessons under "
+    "/mnt/memory/available-workflows/ and the pipeline's history under "
+    "/mnt/memory/pipeline/ first. Write what the planners need to know to "
+    "/mnt/scratch/own/ (they read it under /mnt/scratch/from-orchestrator/), start each "
+    "workflow the task needs with plan_workflow (in parallel when they do not depend on "
+    "each other), record what this run learned in /mnt/memory/pipeline/, then finish "
+    "with the outcome."
+)
 #: UTF-8 bytes of a reply's text kept (tool-call arguments are bounded by the tools).
 REPLY_TEXT_CAP = 32 * 1024
 #: Turns left at which the model is told its budget is running out.
@@ -112,7 +122,8 @@ class ModelActivities:
                 d.id: d.description or d.instructions[:200]
                 for d in self.config.definitions.values()
             }
-            return self.orchestrator_instructions, self.orchestrator_max_turns, available
+            instructions = self.orchestrator_instructions or DEFAULT_ORCHESTRATOR_INSTRUCTIONS
+            return instructions, self.orchestrator_max_turns, available
         definition = scope.definition
         if definition is None:
             return "", self.orchestrator_max_turns, {}

@@ -1,0 +1,62 @@
+"""Model adapters for real LLMs, on the providers' official SDKs.
+
+``AnthropicModel(client=anthropic.AsyncAnthropic(), model="claude-sonnet-4-6")`` and
+``OpenAIModel(client=openai.AsyncOpenAI(), model="gpt-5.5")`` (Chat Completions, so any
+OpenAI-compatible server works through ``base_url``: vLLM, Ollama, LiteLLM). Each
+speaks its provider's native tool protocol, reports token usage, and turns provider
+errors into typed ``ApplicationError``s (rate limits and overload retried after the
+provider's ``retry-after``; bad keys, bad requests and context overflow not retried).
+The SDKs are optional extras (``pip install 'lw-temporal[anthropic]'`` or
+``[openai]``); each adapter imports its SDK only when it is first used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .._agent import Model, ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
+from ._errors import (
+    MODEL_AUTH,
+    MODEL_CONTEXT_OVERFLOW,
+    MODEL_INVALID_REQUEST,
+    MODEL_RATE_LIMITED,
+    MODEL_REFUSED,
+    MODEL_UNAVAILABLE,
+)
+from ._spec import ModelSpecError, model_from_spec
+
+if TYPE_CHECKING:
+    from ._anthropic import AnthropicModel
+    from ._openai import OpenAIModel
+
+__all__ = [
+    "MODEL_AUTH",
+    "MODEL_CONTEXT_OVERFLOW",
+    "MODEL_INVALID_REQUEST",
+    "MODEL_RATE_LIMITED",
+    "MODEL_REFUSED",
+    "MODEL_UNAVAILABLE",
+    "AnthropicModel",
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSpecError",
+    "OpenAIModel",
+    "ToolCall",
+    "ToolResult",
+    "Usage",
+    "model_from_spec",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Import an SDK only when its adapter is asked for: each is an optional extra.
+    if name == "AnthropicModel":
+        from ._anthropic import AnthropicModel
+
+        return AnthropicModel
+    if name == "OpenAIModel":
+        from ._openai import OpenAIModel
+
+        return OpenAIModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
