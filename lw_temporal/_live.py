@@ -274,15 +274,13 @@ def traced(client: Client, args: argparse.Namespace) -> Client:
     trace of its own)."""
     if not getattr(args, "tracing", False):
         return client
-    from temporalio.contrib.opentelemetry import TracingInterceptor
-
-    from ._telemetry._tracing import TRACER_NAME, default_tracer_provider
+    from ._telemetry._tracing import default_tracer_provider, temporal_tracing
 
     provider = default_tracer_provider()
     if provider is None:
         return client
     config = client.config()
-    config["interceptors"] = [TracingInterceptor(provider.get_tracer(TRACER_NAME))]
+    config["interceptors"] = [temporal_tracing(provider)]
     return Client(**config)
 
 

@@ -43,6 +43,21 @@ async def test_a_traced_pipeline_is_one_trace_of_every_agent_turn_and_command(
     roots = [s for s in spans if s.parent is None]
     assert [s.name for s in roots] == ["StartWorkflow:lw.Orchestrator"]
 
+    # Temporal's own spans (start, run, activity and child starts) carry the labels too.
+    temporal = [s for s in spans if "temporalWorkflowID" in (s.attributes or {})]
+    assert {s.name.split(":")[0] for s in temporal} >= {
+        "StartWorkflow",
+        "RunWorkflow",
+        "StartActivity",
+        "StartChildWorkflow",
+        "RunActivity",
+    }
+    for span in temporal:
+        attributes = span.attributes or {}
+        run_id = parse_workflow_id(str(attributes["temporalWorkflowID"]))
+        assert attributes["lw.role"] == run_id.role.value, span.name
+        assert attributes.get("lw.definition_id") == run_id.definition_id, span.name
+
     # One agent span per workflow of the tree, with its role and definition.
     agent_spans = {
         str((s.attributes or {})["lw.workflow_id"]): s

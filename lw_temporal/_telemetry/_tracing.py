@@ -16,10 +16,13 @@ tracer provider when one is already set globally (else it sets its own globally)
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 try:
     import opentelemetry.trace
+    from opentelemetry.context import Context
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import (
@@ -27,6 +30,8 @@ try:
         ConsoleSpanExporter,
         SpanExporter,
     )
+    from opentelemetry.trace import Link, Span, SpanKind, Tracer
+    from opentelemetry.util.types import Attributes
     from temporalio.contrib.opentelemetry import TracingInterceptor
     from temporalio.contrib.opentelemetry import workflow as otel_workflow
 except ImportError as err:  # pragma: no cover - the otel extra is in dev
@@ -100,6 +105,76 @@ def default_tracer_provider() -> TracerProvider | None:
     return provider
 
 
+class LabellingTracer(Tracer):
+    """Temporal's spans with lw's labels: every span Temporal's interceptor makes for
+    a workflow (``StartWorkflow``, ``RunWorkflow``, ``StartActivity``,
+    ``StartChildWorkflow``...) also carries the role, definition and workflow id read
+    from its ``temporalWorkflowID``, so any of them can be filtered by agent."""
+
+    def __init__(self, tracer: Tracer) -> None:
+        self._tracer = tracer
+
+    def start_span(
+        self,
+        name: str,
+        context: Context | None = None,
+        kind: SpanKind = SpanKind.INTERNAL,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        start_time: int | None = None,
+        record_exception: bool = True,
+        set_status_on_exception: bool = True,
+    ) -> Span:
+        return self._tracer.start_span(
+            name,
+            context,
+            kind,
+            _labelled(attributes),
+            links,
+            start_time,
+            record_exception,
+            set_status_on_exception,
+        )
+
+    @contextmanager
+    def start_as_current_span(  # type: ignore[override]
+        self,
+        name: str,
+        context: Context | None = None,
+        kind: SpanKind = SpanKind.INTERNAL,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        start_time: int | None = None,
+        record_exception: bool = True,
+        set_status_on_exception: bool = True,
+        end_on_exit: bool = True,
+    ) -> Iterator[Span]:
+        with self._tracer.start_as_current_span(
+            name,
+            context,
+            kind,
+            _labelled(attributes),
+            links,
+            start_time,
+            record_exception,
+            set_status_on_exception,
+            end_on_exit,
+        ) as span:
+            yield span
+
+
+def _labelled(attributes: Attributes) -> Attributes:
+    workflow_id = (attributes or {}).get("temporalWorkflowID")
+    if not isinstance(workflow_id, str) or "lw.role" in (attributes or {}):
+        return attributes
+    return {**workflow_attributes(workflow_id, None), **(attributes or {})}
+
+
+def temporal_tracing(provider: opentelemetry.trace.TracerProvider) -> TracingInterceptor:
+    """Temporal's tracing interceptor on ``provider``, its spans labelled by agent."""
+    return TracingInterceptor(LabellingTracer(provider.get_tracer(TRACER_NAME)))
+
+
 def tracing_interceptors(
     tracing: Any, *, trace_commands: bool = False, model_name: str | None = None
 ) -> list[Interceptor]:
@@ -111,10 +186,13 @@ def tracing_interceptors(
         raise TypeError(
             f"tracing= takes True or an opentelemetry TracerProvider, not {type(provider).__name__}"
         )
-    tracer = provider.get_tracer(TRACER_NAME)
     return [
-        TracingInterceptor(tracer),
-        _AgentTracing(tracer, trace_commands=trace_commands, model_name=model_name),
+        temporal_tracing(provider),
+        _AgentTracing(
+            provider.get_tracer(TRACER_NAME),
+            trace_commands=trace_commands,
+            model_name=model_name,
+        ),
     ]
 
 
