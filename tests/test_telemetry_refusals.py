@@ -1,7 +1,7 @@
 """Refusals are visible in spans and metrics without what was refused: a command the
 pre-check refused carries its reason (not the path), a memory write refused by the
 content scan or a quota says which, and a command's text appears only when the worker
-opts in (``trace_commands=True``)."""
+opts in (``trace_commands=True``), and even then never a secret-looking part."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ MODEL = ScriptedModel(
                 tool("memory_write", path="/mnt/memory/workflow/creds.md", content=SECRET),
                 tool("memory_write", path="/mnt/memory/workflow/big.md", content="x" * 200),
                 tool("memory_write", path="/mnt/memory/workflow/ok.md", content="fine\n"),
+                tool("bash", command=f"echo {SECRET} > /mnt/memory/workflow/by-bash.md"),
             ],
             [tool("finish", summary="done")],
         ]
@@ -53,7 +54,11 @@ async def test_refusals_are_labelled_and_commands_traced_only_when_asked(
         )
     spans = exporter.get_finished_spans()
     bash = [dict(s.attributes or {}) for s in spans if s.name == "lw.bash"]
-    rejected, ran = bash
+    rejected, ran, leaked = bash
+    assert leaked["lw.bash.memory_refused"] == 1
+    assert leaked["lw.bash.memory_refusals"] == ("scan",)
+    assert leaked["lw.bash.memory_changes"] == 0
+    assert leaked["lw.bash.command"] == "echo …[redacted]"  # opted in, still no secret
     assert rejected["lw.bash.rejection"] == "path is outside the allowed roots"
     assert rejected["lw.bash.command"] == "cat /etc/shadow"  # opted in
     assert ran["lw.bash.command"] == "echo hello-from-the-command"

@@ -21,6 +21,7 @@ from temporalio.exceptions import ApplicationError
 
 from .._errors import QUOTA_EXCEEDED, SCAN_BLOCKED
 from .._ids import InvalidWorkflowId, parse_workflow_id
+from ._summary import secret_start
 
 AttributeValue = str | bool | int | float | Sequence[str]
 Attributes = dict[str, AttributeValue]
@@ -59,6 +60,24 @@ def store_of(path: object) -> str:
 def reason_of(message: str) -> str:
     """The fixed phrase of a refusal (``path is read-only``) without the path."""
     return message.split(":", 1)[0].strip()[:64] or "refused"
+
+
+def command_text(command: str) -> str:
+    """The command as an opted-in span shows it: capped, and cut where it starts to
+    look like it carries a secret (a span is never the place for one)."""
+    text = command[:COMMAND_TEXT_CAP]
+    cut = secret_start(text)
+    return text if cut is None else text[:cut] + "…[redacted]"
+
+
+def refusal_of(reason: str) -> str | None:
+    """``quota`` or ``scan`` for a refused bash-made memory change, else None (bash
+    results carry the store's reason as text: its wording is the contract)."""
+    if "quota" in reason:
+        return "quota"
+    if "the content contains" in reason or "scan" in reason:
+        return "scan"
+    return None
 
 
 def _sha256(text: str) -> str:
@@ -102,7 +121,7 @@ class Facts:
                 self.attributes["lw.bash.command_sha256"] = _sha256(command)
                 self.attributes["lw.bash.command_bytes"] = len(command.encode("utf-8", "replace"))
                 if trace_commands:
-                    self.attributes["lw.bash.command"] = command[:COMMAND_TEXT_CAP]
+                    self.attributes["lw.bash.command"] = command_text(command)
         elif self.activity_type == "lw.model":
             turn = _number(getattr(request, "turn", None))
             if turn is not None:
@@ -191,16 +210,16 @@ class Facts:
                     {"sandbox": sandbox},
                 )
             )
-        for line in refused:
-            text = str(line)
-            refusal = "quota" if "quota" in text else "scan" if "scan" in text else None
+        reasons = [refusal_of(str(line)) for line in refused]
+        if any(reasons):
+            attributes["lw.bash.memory_refusals"] = [r for r in reasons if r]
+        for line, refusal in zip(refused, reasons, strict=True):
             if refusal is not None:
-                store = store_of(text.split(":", 1)[0])
                 self.count(
                     "lw_memory_refusals",
                     "memory writes refused by a quota or the content scan",
                     1,
-                    store_kind=store,
+                    store_kind=store_of(str(line).split(":", 1)[0]),
                     reason=refusal,
                 )
 
