@@ -48,4 +48,10 @@ class LwConfig:
                 INVALID_WORKFLOW_ID,
                 "lw activities run only inside an lw workflow (no workflow id in activity info)",
             )
-        return self.scope_of(info.workflow_id, info.workflow_type)
+        scope = self.scope_of(info.workflow_id, info.workflow_type)
+        from ._memory._manifest import record_manifest  # the run's first touch records it
+
+        record_manifest(
+            self.layout, scope, run_id=info.workflow_run_id, workflow_type=info.workflow_type
+        )
+        return scope

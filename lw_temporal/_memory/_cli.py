@@ -92,6 +92,58 @@ def add_memory_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     redact.add_argument("--by", required=True, help="who redacts (kept in the audit log)")
     redact.set_defaults(handler=_handler("redact", _redact))
 
+    retention = verb(
+        "retention", "show or set how many kept versions of each file a store keeps", path=False
+    )
+    retention.add_argument(
+        "--keep-last",
+        type=_positive_int,
+        default=None,
+        help="keep the last N versions of each file (the current one always)",
+    )
+    retention.add_argument(
+        "--keep-days",
+        type=float,
+        default=None,
+        help="also keep every version younger than this many days",
+    )
+    retention.add_argument("--by", default=None, help="who sets it (kept in the audit log)")
+    retention.set_defaults(handler=_handler("retention", _retention))
+
+    prune = verb(
+        "prune",
+        "drop the kept versions a store's retention policy does not keep (audited)",
+        path=False,
+    )
+    prune.add_argument(
+        "--keep-last",
+        type=_positive_int,
+        default=None,
+        help="this time keep the last N instead of the policy's",
+    )
+    prune.add_argument(
+        "--keep-days",
+        type=float,
+        default=None,
+        help="this time also keep versions younger than this many days",
+    )
+    prune.add_argument("--by", required=True, help="who prunes (kept in the audit log)")
+    prune.set_defaults(handler=_handler("prune", _prune))
+
+    manifest = verb(
+        "manifest",
+        "show what a run started from: definition, pipeline, stores and snapshots",
+        store=False,
+    )
+    manifest.add_argument("workflow_id", metavar="WORKFLOW_ID", help="the run's workflow id")
+    manifest.set_defaults(handler=_handler("manifest", _manifest))
+
+    readers = verb("readers", "list the runs that started while a version of a file was current")
+    readers.add_argument(
+        "sha256", metavar="VERSION", help="the version's sha256 (see versions; a prefix will do)"
+    )
+    readers.set_defaults(handler=_handler("readers", _readers))
+
 
 def _positive_int(text: str) -> int:
     try:
@@ -221,4 +273,87 @@ def _redact(args: argparse.Namespace) -> int:
         else "the current file did not contain it"
     )
     print(f"redacted {where} by {args.by}: {current}; {rewritten} earlier version(s) rewritten")
+    return 0
+
+
+def _retention(args: argparse.Namespace) -> int:
+    from ._models import Provenance, VersionRetention
+
+    stores, store = _store(args)
+    label = stores.label(store)
+    if args.keep_last is None and args.keep_days is None:
+        policy = stores.retention(store)
+    else:
+        if not args.by:
+            raise Refused("setting a retention policy needs --by (who sets it)")
+        current = stores.retention(store)
+        policy = stores.set_retention(
+            store,
+            VersionRetention(
+                keep_last=current.keep_last if args.keep_last is None else args.keep_last,
+                keep_days=args.keep_days,
+            ),
+            provenance=Provenance.admin(args.by),
+        )
+    days = "" if policy.keep_days is None else f" and those younger than {policy.keep_days} days"
+    print(f"{label}: keeps the last {policy.keep_last} versions of each file{days}")
+    return 0
+
+
+def _prune(args: argparse.Namespace) -> int:
+    from ._models import Provenance
+
+    stores, store = _store(args)
+    result = stores.prune(
+        store, keep_last=args.keep_last, keep_days=args.keep_days,
+        provenance=Provenance.admin(args.by),
+    )  # fmt: skip
+    print(
+        f"{stores.label(store)}: removed {result.removed} kept versions of {result.files} "
+        f"files ({result.freed_bytes} bytes) by {args.by}; the store holds "
+        f"{stores.usage(store).bytes} bytes on disk, versions included"
+    )
+    return 0
+
+
+def _manifest(args: argparse.Namespace) -> int:
+    from .._ids import parse_workflow_id
+    from ._manifest import read_manifest
+
+    stores = _stores(args)
+    try:
+        parse_workflow_id(args.workflow_id)
+    except ValueError as err:
+        raise Refused(f"WORKFLOW_ID {args.workflow_id!r}: {err}") from None
+    manifest = read_manifest(stores.layout, args.workflow_id)
+    if manifest is None:
+        raise Refused(
+            f"no run manifest for {args.workflow_id!r} in {args.data_dir}: the run never "
+            "reached a worker of this data dir"
+        )
+    print(f"run {manifest.workflow_id} ({manifest.workflow_type}, {manifest.role})")
+    print(f"  run id          {manifest.run_id}")
+    print(f"  started         {_short_time(manifest.started)}")
+    print(f"  definition      {manifest.definition_id} sha256 {manifest.definition_hash}")
+    print(f"  pipeline key    {manifest.pipeline_key or '-'}")
+    for entry in manifest.stores:
+        print(f"  {entry.mount}/ ({entry.mode})  {entry.store}  snapshot {entry.snapshot_id}")
+    return 0
+
+
+def _readers(args: argparse.Namespace) -> int:
+    from ._manifest import readers
+
+    stores, store = _store(args)
+    rel, where = stores.admin_path(store, args.path)
+    sha = stores.find_version(store, rel, args.sha256, require_kept=False)
+    found = readers(stores, store, rel, sha)
+    if not found:
+        print(f"no recorded run started while {where} was at {sha[:12]}")
+    for manifest in found:
+        mode = next((s.mode for s in manifest.stores if s.store == str(store)), "?")
+        print(
+            f"{_short_time(manifest.started)}  {manifest.workflow_id}  ({manifest.role}, "
+            f"mounted {mode})"
+        )
     return 0

@@ -233,6 +233,29 @@ class PruneResult(_Model):
     replayed: bool = False
 
 
+class ManifestStore(_Model):
+    """One store a run mounted: where, how, and the store's tree when the run began."""
+
+    mount: str
+    store: str
+    mode: str
+    snapshot_id: str
+
+
+class RunManifest(_Model):
+    """What an agent run started from: its definition, pipeline and memory."""
+
+    workflow_id: str
+    run_id: str | None
+    workflow_type: str
+    role: str
+    definition_id: str | None
+    definition_hash: str | None
+    pipeline_key: str | None
+    started: str
+    stores: tuple[ManifestStore, ...] = ()
+
+
 class LedgerRecord(_Model):
     """What the idempotency ledger kept for one activity's committed mutation."""
 

@@ -98,9 +98,11 @@ class StoreNames:
         rel = "/".join(parts)
         return rel, f"{self.label(store)}:{rel}"
 
-    def find_version(self, store: StoreRef, rel: str, prefix: str) -> str:
-        """The kept version of ``rel`` that ``prefix`` (7 to 64 hex digits) names;
-        addresses from before a redaction resolve too."""
+    def find_version(
+        self, store: StoreRef, rel: str, prefix: str, *, require_kept: bool = True
+    ) -> str:
+        """The version of ``rel`` that ``prefix`` (7 to 64 hex digits) names (kept,
+        unless not ``require_kept``); addresses from before a redaction resolve too."""
         where = f"{self.label(store)}:{rel}"
         wanted = prefix.strip().lower()
         if not re.fullmatch(r"[0-9a-f]{7,64}", wanted):
@@ -116,6 +118,6 @@ class StoreNames:
         if len(matches) != 1:
             problem = "is not a kept version of" if not matches else "matches several versions of"
             raise StoreNotFound(f"{prefix} {problem} {where}; see 'lw-temporal memory versions'")
-        if self.blob(store, matches[0]) is None:
+        if require_kept and self.blob(store, matches[0]) is None:
             raise StoreNotFound(f"version {matches[0]} of {where} is no longer kept (pruned)")
         return matches[0]

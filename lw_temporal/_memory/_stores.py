@@ -670,6 +670,8 @@ class MemoryStores(StoreNames):
         its quota counts), files and folders, and its tree id."""
         files = self.files(store)
         found = files.index.read_usage()
+        if found is None and not files.root.exists() and not files.state.exists():
+            return Usage()  # never written: empty, and nothing is created to say so
         if found is None or files.journal.pending() is not None:
             with locked(files.state, str(store), None, self.lock_timeout):
                 recover(files)
