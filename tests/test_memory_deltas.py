@@ -138,31 +138,6 @@ def test_quota_counts_kept_versions_and_says_so(data_dir: Path) -> None:
     assert "files and folders" in err.value.message
 
 
-def test_retention_policy_is_kept_applied_and_audited(data_dir: Path) -> None:
-    from lw_temporal._memory import VersionRetention
-
-    stores = MemoryStores(DataLayout.at(data_dir))
-    for i in range(5):
-        stores.append(STORE, "log.md", b"%d\n" % i, provenance=ADMIN)
-    stores.set_retention(STORE, VersionRetention(keep_last=2), provenance=Provenance.admin("ops"))
-    assert stores.retention(STORE).keep_last == 2
-    # young versions are kept while keep_days covers them
-    stores.set_retention(
-        STORE, VersionRetention(keep_last=2, keep_days=1), provenance=Provenance.admin("ops")
-    )
-    assert stores.prune(STORE).removed == 0
-    stores.set_retention(STORE, VersionRetention(keep_last=2), provenance=Provenance.admin("ops"))
-    [result] = stores.apply_retention(provenance=Provenance.admin("retention"))
-    assert result.removed == 3 and result.freed_bytes > 0
-    entries = stores.audit(STORE)
-    assert [e.op for e in entries].count("retention") == 3
-    prune = entries[-1]
-    assert (prune.op, prune.path, prune.actor) == ("prune", "log.md", "retention")
-    current = stores.read(STORE, "log.md").content_sha256
-    assert [v.available for v in stores.versions(STORE, "log.md")] == [False] * 3 + [True] * 2
-    assert stores.blob(STORE, current or "") == b"0\n1\n2\n3\n4\n"
-
-
 @pytest.mark.parametrize(
     "name", ["bad\nname.md", "tab\tname.md", "esc\x1b.md", "bad\udcffname.md", "x" * 300]
 )

@@ -57,8 +57,8 @@ async def test_manifests_record_the_memory_a_run_started_from(
     assert definition.definition_hash in out and mounted.snapshot_id in out
     assert "/mnt/memory/workflow/ (rw)" in out
 
-    code = await asyncio.to_thread(main, ["memory", "readers", "--data-dir", str(data_dir), "workflow:notes",
-                 "lessons.md", bad[:12]])  # fmt: skip
+    argv = ["memory", "readers", "--data-dir", str(data_dir), "workflow:notes", "lessons.md"]
+    code = await asyncio.to_thread(main, [*argv, bad[:12]])
     out, err = capsys.readouterr()
     assert (code, err) == (0, "")
     listed = [line.split()[1] for line in out.splitlines()]

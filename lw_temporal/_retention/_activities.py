@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
 from temporalio import activity
 
 from .._config import LwConfig
+from .._memory import MemoryStores, Provenance
 from ._gc import collect_garbage
 from ._models import RETENTION_GC, GcReport, RetentionPolicy
 
@@ -24,10 +26,18 @@ class RetentionActivities:
     @activity.defn(name=RETENTION_GC)
     async def gc(self, policy: RetentionPolicy) -> GcReport:
         info = activity.info()
-        return await collect_garbage(
+        report = await collect_garbage(
             activity.client(),
             self.config.layout,
             policy,
             actor=f"workflow:{info.workflow_id}",
             progress=lambda details: activity.heartbeat(details),
         )
+        if policy.dry_run:
+            return report
+        # each memory store's version retention policy, applied and audited per store
+        pruned = await asyncio.to_thread(
+            MemoryStores(self.config.layout).apply_retention,
+            provenance=Provenance.admin(f"workflow:{info.workflow_id}"),
+        )
+        return report.model_copy(update={"versions_pruned": sum(p.removed for p in pruned)})

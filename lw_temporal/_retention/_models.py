@@ -43,3 +43,5 @@ class GcReport(_Model):
     kept_running: int = 0
     kept_recent: int = 0
     skipped: tuple[str, ...] = ()
+    #: Kept versions the memory stores' retention policies removed in the same pass.
+    versions_pruned: int = 0
