@@ -13,6 +13,7 @@ import asyncio
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TypeVar
 
@@ -21,7 +22,7 @@ from temporalio import activity
 from .._config import LwConfig
 from .._errors import MEMORY_OUTSIDE_SCOPE, MEMORY_READ_ONLY, PATH_REJECTED, lw_error
 from .._ids import Role
-from .._scope import MNT, Mount, Scope, StoreKind
+from .._scope import MNT, Mount, Scope, StoreKind, StoreRef
 from ._models import (
     ListEntry,
     ListResult,
@@ -64,6 +65,17 @@ def _read_only_fix(scope: Scope, mount: Mount) -> str:
     return "this definition sets memory.workflow='ro'"
 
 
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """Where a mutation lands (a store and a path in it, as the agent wrote it) and
+    who makes it."""
+
+    store: StoreRef
+    rel: str
+    shown: str
+    provenance: Provenance
+
+
 class MemoryActivities:
     """The memory activities of one worker. Register the bound methods.
 
@@ -102,55 +114,47 @@ class MemoryActivities:
     @activity.defn(name=WRITE)
     async def write(self, request: MemoryWriteRequest) -> MutationResult:
         """Create or replace a file; ``if_sha256`` makes it compare-and-set."""
-        scope, mount, rel = self._resolve(request.path, write=True)
-        assert mount.store is not None
-        store, prov = mount.store, Provenance.from_activity(scope)
         data = request.content.encode("utf-8")
         return await self._mutation(
-            lambda c: self.stores.write(
-                store, rel, data, provenance=prov, if_sha256=request.if_sha256,
-                shown=request.path, cancel=c,
-            )
+            request.path,
+            lambda t, cancel: self.stores.write(
+                t.store, t.rel, data, provenance=t.provenance, if_sha256=request.if_sha256,
+                shown=t.shown, cancel=cancel,
+            ),
         )  # fmt: skip
 
     @activity.defn(name=APPEND)
     async def append(self, request: MemoryAppendRequest) -> MutationResult:
         """Add text at the end of a file, creating it if absent."""
-        scope, mount, rel = self._resolve(request.path, write=True)
-        assert mount.store is not None
-        store, prov = mount.store, Provenance.from_activity(scope)
         data = request.content.encode("utf-8")
         return await self._mutation(
-            lambda c: self.stores.append(
-                store, rel, data, provenance=prov, if_sha256=request.if_sha256,
-                shown=request.path, cancel=c,
-            )
+            request.path,
+            lambda t, cancel: self.stores.append(
+                t.store, t.rel, data, provenance=t.provenance, if_sha256=request.if_sha256,
+                shown=t.shown, cancel=cancel,
+            ),
         )  # fmt: skip
 
     @activity.defn(name=REPLACE)
     async def replace(self, request: MemoryReplaceRequest) -> MutationResult:
         """Replace the single occurrence of ``old`` by ``new`` (``str_replace``)."""
-        scope, mount, rel = self._resolve(request.path, write=True)
-        assert mount.store is not None
-        store, prov = mount.store, Provenance.from_activity(scope)
         return await self._mutation(
-            lambda c: self.stores.replace(
-                store, rel, request.old, request.new, provenance=prov,
-                if_sha256=request.if_sha256, shown=request.path, cancel=c,
-            )
+            request.path,
+            lambda t, cancel: self.stores.replace(
+                t.store, t.rel, request.old, request.new, provenance=t.provenance,
+                if_sha256=request.if_sha256, shown=t.shown, cancel=cancel,
+            ),
         )  # fmt: skip
 
     @activity.defn(name=DELETE)
     async def delete(self, request: MemoryDeleteRequest) -> MutationResult:
         """Delete a file, or a folder and its contents with ``recursive``."""
-        scope, mount, rel = self._resolve(request.path, write=True)
-        assert mount.store is not None
-        store, prov = mount.store, Provenance.from_activity(scope)
         return await self._mutation(
-            lambda c: self.stores.delete(
-                store, rel, provenance=prov, recursive=request.recursive,
-                if_sha256=request.if_sha256, shown=request.path, cancel=c,
-            )
+            request.path,
+            lambda t, cancel: self.stores.delete(
+                t.store, t.rel, provenance=t.provenance, recursive=request.recursive,
+                if_sha256=request.if_sha256, shown=t.shown, cancel=cancel,
+            ),
         )  # fmt: skip
 
     @activity.defn(name=LIST)
@@ -234,8 +238,16 @@ class MemoryActivities:
             )
         return scope, mount, rel
 
-    async def _mutation(self, fn: Callable[[threading.Event], MutationResult]) -> MutationResult:
-        result = await self._run(fn)
+    async def _mutation(
+        self, path: str, apply: Callable[[_Target, threading.Event], MutationResult]
+    ) -> MutationResult:
+        """The one way in for a mutation: resolve ``path`` in the caller's scope
+        (writable mounts only), take the activity's provenance, run ``apply`` in a
+        thread while heartbeating."""
+        scope, mount, rel = self._resolve(path, write=True)
+        assert mount.store is not None
+        target = _Target(mount.store, rel, path, Provenance.from_activity(scope))
+        result = await self._run(lambda cancel: apply(target, cancel))
         if self.after_commit is not None:
             info = activity.info()
             self.after_commit(info.activity_type, info.attempt)
