@@ -23,23 +23,23 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
-import shutil
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio import activity
 
 from ._config import LwConfig
-from ._errors import SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
+from ._errors import MEMORY_COMMIT_FAILED, SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
 from ._pathcheck import UNPARSEABLE, CheckResult, check_command, filter_listing
 from ._sandbox import (
     LAUNCH_FAILED_MARKER,
     LAUNCH_FAILED_STATUS,
     Backend,
+    CaptureLimits,
     Limits,
     MountMode,
     OutputSink,
@@ -49,8 +49,10 @@ from ._sandbox import (
     UpperChange,
     apply_changes,
     collect_changes,
+    remove_tree,
     run_sandboxed,
     select_backend,
+    shown_name,
 )
 from ._scope import Mount, Scope, StoreRef
 
@@ -61,6 +63,8 @@ REJECTED_EXIT_CODE = 126
 TIMEOUT_EXIT_CODE = 124
 #: Folder (inside the own scratch) holding full outputs that did not fit the result.
 OUTPUT_FOLDER = ".bash-output"
+
+_T = TypeVar("_T")
 
 
 class BashRequest(BaseModel):
@@ -97,9 +101,13 @@ class BashResult(BaseModel):
     stderr_ref: str | None = None
     duration_seconds: float = 0.0
     timed_out: bool = False
+    #: The first :data:`MAX_LISTED_CHANGES` memory changes kept; the count is of all.
     memory_changes: tuple[MemoryChange, ...] = ()
-    #: Memory changes that were not kept, each ``<virtual path>: <reason>``.
+    memory_changes_count: int = 0
+    #: Memory changes that were not kept, each ``<virtual path>: <reason>`` (capped
+    #: the same way).
     memory_refused: tuple[str, ...] = ()
+    memory_refused_count: int = 0
     sandbox: str = ""
 
 
@@ -144,6 +152,8 @@ class BashActivities:
         max_timeout: the most a request may ask for.
         limits: rlimits, tmpfs size and process limit of each command.
         commit_staged: how bash-made memory changes are committed.
+        capture_limits: the most one command may leave in a writable memory mount
+            (entries, depth, sizes, name lengths) before any of it is committed.
     """
 
     def __init__(
@@ -157,6 +167,7 @@ class BashActivities:
         max_timeout: float = 3600.0,
         limits: Limits | None = None,
         commit_staged: CommitStaged | None = None,
+        capture_limits: CaptureLimits | None = None,
     ) -> None:
         self.config = config
         self.sandbox = sandbox
@@ -166,6 +177,7 @@ class BashActivities:
         self.max_timeout = max_timeout
         self.limits = limits or Limits()
         self.commit_staged: CommitStaged = commit_staged or apply_staged
+        self.capture_limits = capture_limits or CaptureLimits()
         self._backend: Backend | None = None
         self._scopes: dict[tuple[str, str], Scope] = {}
         # Staging folders (upper/work/merged) whose command wrote nothing are reused:
@@ -254,9 +266,10 @@ class BashActivities:
             if staged and outcome.timed_out:
                 refused.append("memory changes discarded: the command timed out")
             elif any(_changed(folder) for _, folder in staged):
-                changes, refused = await asyncio.to_thread(self._commit, scope, staged)
+                beat = None if heartbeat is None else lambda: heartbeat(stdout.total, stderr.total)
+                changes, refused = await _beating(beat, self._commit, scope, staged)
         finally:
-            await self._release(staged, spec.private_dir if spec is not None else None)
+            await self._release(staged, spec.private_dir if spec is not None else None, heartbeat)
         text_out = backend.present(spec, decode_output(bytes(stdout.head)))
         head_text = backend.present(spec, decode_output(head_err))
         if check.lists_recursively:
@@ -275,8 +288,10 @@ class BashActivities:
             stderr_ref=_ref(stderr, scope, own_virtual),
             duration_seconds=outcome.duration,
             timed_out=outcome.timed_out,
-            memory_changes=tuple(changes),
-            memory_refused=tuple(refused),
+            memory_changes=tuple(changes[:MAX_LISTED_CHANGES]),
+            memory_changes_count=len(changes),
+            memory_refused=tuple(refused[:MAX_LISTED_CHANGES]),
+            memory_refused_count=len(refused),
             sandbox=backend.guarantees,
         )
 
@@ -308,17 +323,24 @@ class BashActivities:
             private_dir=private,
         )
 
-    async def _release(self, staged: list[tuple[Mount, Path]], private: Path | None) -> None:
-        """Return clean staging folders for reuse; remove used ones and the private dir."""
+    async def _release(
+        self,
+        staged: list[tuple[Mount, Path]],
+        private: Path | None,
+        heartbeat: Callable[[int, int], None] | None,
+    ) -> None:
+        """Return clean staging folders for reuse; remove used ones and the private dir
+        (heartbeating: removing what a command left, 50,000 folders, can take long)."""
+        keep_alive = None if heartbeat is None else lambda: heartbeat(0, 0)
         for _, folder in staged:
             if _changed(folder):
-                await asyncio.to_thread(shutil.rmtree, folder, True)
+                await _beating(keep_alive, _discard, folder)
             elif len(self._idle_staging) < _IDLE_STAGING_MAX:
                 self._idle_staging.append(folder)
             else:
-                shutil.rmtree(folder, True)
+                _discard(folder)
         if private is not None:
-            await asyncio.to_thread(shutil.rmtree, private, True)
+            await _beating(keep_alive, _discard, private)
 
     def _mount(
         self, scope: Scope, mount: Mount, staged: list[tuple[Mount, Path]], overlay: bool
@@ -346,7 +368,7 @@ class BashActivities:
             folder = self._idle_staging.pop()
             if folder.parent == root and not _changed(folder):
                 return folder
-            shutil.rmtree(folder, True)
+            _discard(folder)
         folder = root / uuid.uuid4().hex
         for name in ("upper", "work", "merged"):
             (folder / name).mkdir(parents=True)
@@ -355,25 +377,79 @@ class BashActivities:
     def _commit(
         self, scope: Scope, staged: list[tuple[Mount, Path]]
     ) -> tuple[list[MemoryChange], list[str]]:
+        """Capture every overlay, then commit each store's changes; a capture that
+        blocks (a hostile name or shape) keeps nothing of the command."""
+        captured = [
+            (mount, *collect_changes(folder / "upper", mount.real, self.capture_limits))
+            for mount, folder in staged
+        ]
+        refused = [_refusal(mount, r.path, r.reason) for mount, _, kept in captured for r in kept]
+        if any(r.blocks for _, _, kept in captured for r in kept):
+            return [], [*refused, DISCARDED]
         changes: list[MemoryChange] = []
-        refused: list[str] = []
-        for mount, folder in staged:
+        for mount, found, _ in captured:
             assert mount.store is not None
-            found, not_kept = collect_changes(folder / "upper", mount.real)
-            refused += [f"{mount.virtual}/{r.path}: {r.reason}" for r in not_kept]
             if not found:
                 continue
-            outcome = self.commit_staged(scope, mount.store, found)
+            try:
+                outcome = self.commit_staged(scope, mount.store, found)
+            except OSError as err:
+                raise lw_error(
+                    MEMORY_COMMIT_FAILED,
+                    f"workflow {scope.workflow_id} run {scope.run_id}: committing the "
+                    f"command's changes to {mount.store} ({mount.virtual}) failed: "
+                    f"{shown_name(str(err))}; nothing of it was kept",
+                ) from None
             changes += [
-                MemoryChange(path=f"{mount.virtual}/{c.path}", kind=c.kind, store=str(mount.store))
+                MemoryChange(
+                    path=f"{mount.virtual}/{shown_name(c.path)}",
+                    kind=c.kind,
+                    store=str(mount.store),
+                )
                 for c in outcome.applied
             ]
-            refused += [f"{mount.virtual}/{path}: {reason}" for path, reason in outcome.refused]
+            refused += [_refusal(mount, path, reason) for path, reason in outcome.refused]
         return changes, refused
 
 
 #: Idle staging folder sets kept for reuse (one per concurrent overlay command suffices).
 _IDLE_STAGING_MAX = 16
+
+
+#: The most memory changes (and refusals) a result lists; ``*_count`` gives the total.
+MAX_LISTED_CHANGES = 100
+#: The last refusal of a command whose memory changes were all discarded at capture.
+DISCARDED = "memory changes discarded: nothing of this command's memory changes was kept"
+
+
+def _refusal(mount: Mount, path: str, reason: str) -> str:
+    where = str(mount.virtual) if path == "." else f"{mount.virtual}/{shown_name(path)}"
+    return f"{where}: {reason}"
+
+
+def _discard(folder: Path) -> None:
+    """Remove a used staging folder set, whatever depth or names a command left."""
+    try:
+        remove_tree(folder)
+    except OSError as err:
+        activity.logger.warning("lw.bash: staging folder %s not removed: %s", folder, err)
+
+
+async def _beating(
+    heartbeat: Callable[[], None] | None,
+    fn: Callable[..., _T],
+    *args: object,
+    every: float = 2.0,
+) -> _T:
+    """``fn(*args)`` in a thread, heartbeating meanwhile: a commit of many or large
+    files under the store lock can outlast the heartbeat timeout."""
+    task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=every)
+        if done:
+            return task.result()
+        if heartbeat is not None:
+            heartbeat()
 
 
 async def _precheck(scope: Scope, command: str) -> CheckResult:

@@ -22,6 +22,9 @@ MEMORY_READ_ONLY = "LwMemoryReadOnly"
 MEMORY_OUTSIDE_SCOPE = "LwMemoryOutsideScope"
 QUOTA_EXCEEDED = "LwQuotaExceeded"
 SCAN_BLOCKED = "LwScanBlocked"
+#: Writing a command's memory changes to the store failed (disk full, a path the
+#: file system refuses): the command's staging is gone, so a retry cannot help.
+MEMORY_COMMIT_FAILED = "LwMemoryCommitFailed"
 MODEL_FAILED = "LwModelFailed"
 HIERARCHY_VIOLATION = "LwHierarchyViolation"
 TURN_LIMIT = "LwTurnLimit"
@@ -51,6 +54,7 @@ NON_RETRYABLE: tuple[str, ...] = (
     MEMORY_OUTSIDE_SCOPE,
     QUOTA_EXCEEDED,
     SCAN_BLOCKED,
+    MEMORY_COMMIT_FAILED,
     HIERARCHY_VIOLATION,
     TURN_LIMIT,
     MODEL_NOT_CONFIGURED,

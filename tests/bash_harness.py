@@ -92,13 +92,16 @@ class BashRunner:
         commands: Sequence[str],
         *,
         timeout_seconds: float | None = None,
+        heartbeat_timeout_seconds: float = 30.0,
     ) -> list[BashResult]:
         """Run ``commands`` in order as the agent ``workflow_id`` (its role follows
         from the ID). Each call uses a fresh Temporal run of that ID."""
         role_type = parse_workflow_id(workflow_id).workflow_type
         result: list[BashResult] = await self.client.execute_workflow(
             role_type,
-            Commands(list(commands), timeout_seconds),
+            Commands(
+                list(commands), timeout_seconds, heartbeat_timeout_seconds=heartbeat_timeout_seconds
+            ),
             id=workflow_id,
             task_queue=self.task_queue,
             result_type=list[BashResult],

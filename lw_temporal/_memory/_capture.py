@@ -6,13 +6,20 @@ hands the overlay's changes to a committer. This one sends them through
 lines (with the bash activity's provenance), quota, scan and exactly-once record as
 the ``lw.memory.*`` activities, and a command whose changes break a rule has all of
 them rolled back.
+
+Before the store reads a byte, the changes are held against the store's quota by
+their ``lstat`` sizes and by how many files and folders they add: 200 sparse 255 MiB
+files, or 50,000 new folders under a 5-file quota, are refused here at once instead
+of being read (or counted) under the store's lock.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from .._bash import CommitOutcome, CommitStaged
+from .._definitions import MemoryQuota
 from .._sandbox import UpperChange
 from .._scope import Scope, StoreRef
 from ._models import Provenance, StagedChange
@@ -26,6 +33,11 @@ def bash_committer(stores: MemoryStores) -> CommitStaged:
     (or a thread that copied its context) so the provenance is the bash activity's."""
 
     def commit(scope: Scope, store: StoreRef, changes: Sequence[UpperChange]) -> CommitOutcome:
+        problem = _over_quota(stores, store, changes)
+        if problem is not None:
+            path, reason = problem
+            others = f"{len(changes) - 1} other changes {ROLLED_BACK}"
+            return CommitOutcome(applied=[], refused=[(path, reason), (".", others)])
         staged = [StagedChange(c.path, c.kind, c.source) for c in changes]
         result = stores.commit_staged(store, staged, Provenance.from_activity(scope))
         if result.applied:
@@ -40,3 +52,37 @@ def bash_committer(stores: MemoryStores) -> CommitStaged:
         return CommitOutcome(applied=[], refused=refused)
 
     return commit
+
+
+def _over_quota(
+    stores: MemoryStores, store: StoreRef, changes: Sequence[UpperChange]
+) -> tuple[str, str] | None:
+    """(path, reason) of the first quota the changes break on their own, from sizes
+    and names only; None when the store must judge (it knows the current usage)."""
+    quota: MemoryQuota = stores.quota(store)
+    writes = [c for c in changes if c.kind == "write"]
+    for change in writes:
+        if change.size > quota.max_file_bytes:
+            return change.path, (
+                f"{store}:{change.path} is {change.size} bytes, over the per-file quota of "
+                f"{quota.max_file_bytes} (MemoryQuota.max_file_bytes); split the file"
+            )
+    total = sum(c.size for c in writes)
+    if total > quota.max_bytes:
+        return ".", (
+            f"the command writes {total} bytes to {store}, over its quota of "
+            f"{quota.max_bytes} (MemoryQuota.max_bytes); write less at once or raise the quota"
+        )
+    root = stores.root(store)
+    added = sum(
+        1
+        for c in changes
+        if c.kind == "mkdir" or (c.kind == "write" and not os.path.lexists(root / c.path))
+    )
+    if added > quota.max_files:
+        return ".", (
+            f"the command adds {added} files and folders to {store}, over its quota of "
+            f"{quota.max_files} (MemoryQuota.max_files, folders count); add fewer at once "
+            "or raise the quota"
+        )
+    return None

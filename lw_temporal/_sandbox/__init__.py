@@ -10,7 +10,15 @@ from __future__ import annotations
 from ._backends import Backend, SandboxUnavailable, UnsandboxedBackend
 from ._bwrap import BwrapBackend
 from ._landlock import LandlockBackend, landlock_abi
-from ._overlay import UpperChange, UpperRefusal, apply_changes, collect_changes
+from ._overlay import (
+    CaptureLimits,
+    UpperChange,
+    UpperRefusal,
+    apply_changes,
+    collect_changes,
+    remove_tree,
+    shown_name,
+)
 from ._run import OutputSink, RunOutcome, run_sandboxed
 from ._spec import (
     DEFAULT_PATH,
@@ -70,6 +78,7 @@ __all__ = [
     "UNSANDBOXED",
     "Backend",
     "BwrapBackend",
+    "CaptureLimits",
     "LandlockBackend",
     "Limits",
     "MountMode",
@@ -85,6 +94,8 @@ __all__ = [
     "apply_changes",
     "collect_changes",
     "landlock_abi",
+    "remove_tree",
     "run_sandboxed",
     "select_backend",
+    "shown_name",
 ]

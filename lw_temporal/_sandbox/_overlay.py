@@ -8,7 +8,9 @@ replaced a lower one as a directory with ``user.overlay.opaque = y``.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 import stat
 import uuid
@@ -19,22 +21,75 @@ from typing import Literal
 ChangeKind = Literal["write", "delete", "mkdir"]
 
 _OPAQUE_XATTRS = ("user.overlay.opaque", "trusted.overlay.opaque")
+#: Linux's PATH_MAX: no path the walk hands on may be longer (with its NUL).
+_PATH_MAX = 4096
+#: C0 controls and DEL: a name holding one misleads every listing that prints it.
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureLimits:
+    """What one command may leave in one overlay before any of it is considered.
+
+    Past a limit the walk stops and the command's memory changes are refused whole,
+    without reading a file's bytes: sizes come from ``lstat``."""
+
+    #: Entries (files, folders, deletions) in the upper folder.
+    max_entries: int = 10_000
+    #: Folders inside one another.
+    max_depth: int = 64
+    #: Bytes of one file (``lstat`` size, so a sparse file counts at its full size).
+    max_file_bytes: int = 64 * 1024 * 1024
+    #: Bytes of all files together.
+    max_total_bytes: int = 256 * 1024 * 1024
+    #: UTF-8 bytes of one name, and of a path relative to the folder.
+    max_name_bytes: int = 255
+    max_path_bytes: int = 1024
 
 
 @dataclass(frozen=True, slots=True)
 class UpperChange:
     """One change: ``path`` is relative POSIX inside the folder; ``source`` holds the
-    new content of a ``write``."""
+    new content of a ``write``, ``size`` its ``lstat`` size."""
 
     path: str
     kind: ChangeKind
     source: Path | None = None
+    size: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class UpperRefusal:
+    """An entry not kept. ``blocks``: nothing of the command may be kept either (a
+    hostile name or shape), as opposed to one entry left out (a symlink)."""
+
     path: str
     reason: str
+    blocks: bool = False
+
+
+def shown_name(name: str) -> str:
+    """``name`` as printable, JSON-safe text: undecodable bytes as ``\\xNN`` and
+    control characters as ``\\xNN`` too (what a refusal quotes back)."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def name_problem(name: str, limits: CaptureLimits) -> str | None:
+    """Why a name cannot enter a store: every later listing, result, audit line and
+    restore carries it as JSON text, so it must be printable UTF-8 of bounded size."""
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "the name is not valid UTF-8; memory keeps UTF-8 names only, rename it"
+    if _CONTROL.search(name):
+        return (
+            "the name contains a control character (newline, tab, escape...); rename it "
+            "with printable characters"
+        )
+    if size > limits.max_name_bytes:
+        return f"the name is {size} bytes, the limit is {limits.max_name_bytes}; shorten it"
+    return None
 
 
 def _opaque(path: str) -> bool:
@@ -47,9 +102,11 @@ def _opaque(path: str) -> bool:
     return False
 
 
-def _same_content(a: str, b: Path) -> bool:
+def _same_content(a: str, size: int, b: Path) -> bool:
+    """Whether the upper file ``a`` (of ``size`` bytes) holds what ``b`` holds."""
     try:
-        if os.path.getsize(a) != b.stat().st_size or not b.is_file() or b.is_symlink():
+        st = os.lstat(b)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != size:
             return False
         with open(a, "rb") as fa, open(b, "rb") as fb:
             while True:
@@ -62,46 +119,159 @@ def _same_content(a: str, b: Path) -> bool:
         return False
 
 
-def collect_changes(upper: Path, lower: Path) -> tuple[list[UpperChange], list[UpperRefusal]]:
+class _Blocked(Exception):
+    def __init__(self, refusal: UpperRefusal) -> None:
+        self.refusal = refusal
+
+
+def collect_changes(
+    upper: Path, lower: Path, limits: CaptureLimits | None = None
+) -> tuple[list[UpperChange], list[UpperRefusal]]:
     """The changes recorded in ``upper`` relative to ``lower``, parents first.
 
-    Symlinks, devices, fifos and sockets are refused: a memory store holds files
-    and folders only (a symlink there could later point a reader anywhere).
-    A file copied up without a content change (``touch``, ``chmod``) is no change.
+    Symlinks, devices, fifos and sockets are left out: a memory store holds files
+    and folders only (a symlink there could later point a reader anywhere). A file
+    copied up without a content change (``touch``, ``chmod``) is no change. Past any
+    of ``limits``, or on a name no store can hold, the answer is no change and one
+    refusal that ``blocks``. The walk is iterative, so no depth exhausts the stack.
     """
+    limits = limits or CaptureLimits()
+    if not upper.is_dir():
+        return [], []
+    try:
+        return _walk(str(upper), lower, limits)
+    except _Blocked as blocked:
+        return [], [blocked.refusal]
+
+
+def _walk(
+    upper: str, lower: Path, limits: CaptureLimits
+) -> tuple[list[UpperChange], list[UpperRefusal]]:
     changes: list[UpperChange] = []
     refused: list[UpperRefusal] = []
-
-    def walk(folder: str, rel: str) -> None:
-        with os.scandir(folder) as entries:
-            for entry in sorted(entries, key=lambda e: e.name):
-                path = f"{rel}{entry.name}"
-                st = entry.stat(follow_symlinks=False)
-                mode = st.st_mode
-                if stat.S_ISCHR(mode) and st.st_rdev == 0:
-                    if (lower / path).exists() or (lower / path).is_symlink():
-                        changes.append(UpperChange(path, "delete"))
-                elif stat.S_ISDIR(mode):
-                    below = lower / path
-                    if _opaque(entry.path) and (below.exists() or below.is_symlink()):
-                        changes.append(UpperChange(path, "delete"))
-                        changes.append(UpperChange(path, "mkdir"))
-                    elif not below.is_dir() or below.is_symlink():
-                        changes.append(UpperChange(path, "mkdir"))
-                    walk(entry.path, path + "/")
-                elif stat.S_ISREG(mode):
-                    if not _same_content(entry.path, lower / path):
-                        changes.append(UpperChange(path, "write", Path(entry.path)))
-                elif stat.S_ISLNK(mode):
-                    refused.append(
-                        UpperRefusal(path, "symlinks are not kept in memory; copy the file")
+    entries = 0
+    total = 0
+    room = min(limits.max_path_bytes, _PATH_MAX - 1 - len(os.fsencode(upper)) - 1)
+    # (folder, its path relative to upper with a trailing slash, depth)
+    stack: list[tuple[str, str, int]] = [(upper, "", 0)]
+    while stack:
+        folder, rel, depth = stack.pop()
+        with os.scandir(folder) as scan:
+            listed = sorted(scan, key=lambda e: e.name)
+        entries += len(listed)
+        if entries > limits.max_entries:
+            raise _Blocked(
+                UpperRefusal(
+                    ".",
+                    f"the command left more than {limits.max_entries} entries (files, "
+                    "folders or deletions); change fewer at once",
+                    blocks=True,
+                )
+            )
+        below: list[tuple[str, str, int]] = []
+        for entry in listed:
+            path = f"{rel}{entry.name}"
+            problem = name_problem(entry.name, limits)
+            if problem is None and len(path.encode()) > room:
+                problem = f"the path is longer than {room} bytes; use a shorter one"
+            if problem is not None:
+                raise _Blocked(UpperRefusal(path, problem, blocks=True))
+            st = entry.stat(follow_symlinks=False)
+            mode = st.st_mode
+            target = lower / path
+            if stat.S_ISCHR(mode) and st.st_rdev == 0:
+                if target.exists() or target.is_symlink():
+                    changes.append(UpperChange(path, "delete"))
+            elif stat.S_ISDIR(mode):
+                if depth + 1 > limits.max_depth:
+                    raise _Blocked(
+                        UpperRefusal(
+                            path,
+                            f"folders nest more than {limits.max_depth} deep; use a flatter layout",
+                            blocks=True,
+                        )
                     )
-                else:
-                    refused.append(UpperRefusal(path, "only files and folders are kept"))
-
-    if upper.is_dir():
-        walk(str(upper), "")
+                if _opaque(entry.path) and (target.exists() or target.is_symlink()):
+                    changes.append(UpperChange(path, "delete"))
+                    changes.append(UpperChange(path, "mkdir"))
+                elif not target.is_dir() or target.is_symlink():
+                    changes.append(UpperChange(path, "mkdir"))
+                below.append((entry.path, path + "/", depth + 1))
+            elif stat.S_ISREG(mode):
+                size = st.st_size
+                total += size
+                if size > limits.max_file_bytes or total > limits.max_total_bytes:
+                    raise _Blocked(UpperRefusal(path, _too_big(size, total, limits), blocks=True))
+                if not _same_content(entry.path, size, target):
+                    changes.append(UpperChange(path, "write", Path(entry.path), size))
+            elif stat.S_ISLNK(mode):
+                refused.append(UpperRefusal(path, "symlinks are not kept in memory; copy the file"))
+            else:
+                refused.append(
+                    UpperRefusal(
+                        path, "only files and folders are kept (no devices, fifos or sockets)"
+                    )
+                )
+        stack.extend(reversed(below))
     return changes, refused
+
+
+def _too_big(size: int, total: int, limits: CaptureLimits) -> str:
+    if size > limits.max_file_bytes:
+        return (
+            f"the file is {size} bytes (its apparent size, sparse or not), the limit is "
+            f"{limits.max_file_bytes}"
+        )
+    return f"the command's files add up to over {limits.max_total_bytes} bytes; write less at once"
+
+
+def remove_tree(path: Path) -> None:
+    """Remove ``path`` and all below it, at any depth and path length: one folder
+    descriptor open at a time, names relative to it, no recursion. Missing is fine."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return
+    except (NotADirectoryError, OSError):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        return
+    # Subfolders still to remove at each level above the current one.
+    pending: list[list[str]] = []
+    names: list[str] | None = None
+    try:
+        while True:
+            if names is None:
+                names = []
+                with os.scandir(fd) as scan:
+                    # Inode order, as rm does: far fewer seeks in a large folder.
+                    listed = [e.name for e in sorted(scan, key=lambda e: e.inode())]
+                for name in listed:
+                    try:
+                        os.unlink(name, dir_fd=fd)
+                    except IsADirectoryError:
+                        try:
+                            os.rmdir(name, dir_fd=fd)  # most folders are empty by now
+                        except OSError:
+                            names.append(name)
+            if names:
+                child = os.open(names[-1], flags, dir_fd=fd)
+                os.close(fd)
+                fd = child
+                pending.append(names)
+                names = None
+                continue
+            if not pending:
+                break
+            parent = os.open("..", flags, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            names = pending.pop()
+            os.rmdir(names.pop(), dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(path)
 
 
 def apply_changes(root: Path, changes: list[UpperChange]) -> None:
