@@ -16,7 +16,7 @@ import contextlib
 import secrets
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -35,11 +35,9 @@ from temporalio.service import RPCError, RPCStatusCode
 from ._ids import InvalidWorkflowId, RunId, check_definition_id
 from ._workflows import PROGRESS_QUERY, AgentInput, AgentResult, Progress
 
-Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
-
 #: Seconds between two looks at a live tree.
 POLL_SECONDS = 0.5
-#: Workflows of one tree shown (a pipeline with more steps says how many it left out).
+#: Workflows of one tree looked at each time (a larger tree shows its first ones).
 TREE_LIMIT = 200
 
 _CLOSED_LABEL = {
@@ -112,19 +110,12 @@ def _one_line(text: str, limit: int) -> str:
 
 
 def _tokens(progress: Progress) -> str:
-    """``tokens 1200 in / 340 out (800 cached)`` once the progress reports usage."""
-    usage = getattr(progress, "usage", None)
-    if usage is None:
+    """``tokens 1200 in / 340 out (800 cached)``, once the model reports usage."""
+    usage = progress.usage
+    if not (usage.input_tokens or usage.output_tokens):
         return ""
-    count = {
-        kind: getattr(usage, name, None)
-        for kind, name in (("in", "input_tokens"), ("out", "output_tokens"))
-    }
-    cached = getattr(usage, "cached_tokens", None) or getattr(usage, "cache_read_tokens", None)
-    if not any(isinstance(v, int) and v for v in (*count.values(), cached)):
-        return ""
-    text = f"tokens {count['in'] or 0} in / {count['out'] or 0} out"
-    return text + (f" ({cached} cached)" if cached else "")
+    cached = f" ({usage.cached_tokens} cached)" if usage.cached_tokens else ""
+    return f"tokens {usage.input_tokens} in / {usage.output_tokens} out{cached}"
 
 
 async def _node(client: Client, workflow_id: str, depth: int) -> Node | None:

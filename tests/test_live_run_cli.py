@@ -196,3 +196,35 @@ async def test_the_worker_serves_lw_metrics_on_its_prometheus_port(
     )
     assert re.search(r'^lw_memory_bytes_written\{[^}]*store_kind="workflow"[^}]*\} \d+', text, re.M)
     assert re.search(r"^temporal_", text, re.M)  # the SDK's own metrics on the same endpoint
+
+
+def test_a_tree_line_says_what_an_agent_is_doing_and_what_it_spent() -> None:
+    from temporalio.client import WorkflowExecutionStatus
+
+    from lw_temporal._agent._protocol import Usage
+    from lw_temporal._live import Node
+    from lw_temporal._workflows import Progress
+
+    progress = Progress(
+        workflow_id="pipeline_a/sub-runs/run_review@1",
+        role="planner",
+        definition_id="review",
+        status="running tools",
+        turn=2,
+        max_turns=12,
+        running=["bash"],
+        usage=Usage(input_tokens=1200, output_tokens=340, cached_tokens=800),
+    )
+    running = Node(progress.workflow_id, 1, progress, WorkflowExecutionStatus.RUNNING)
+    assert running.line() == (
+        "  run_review@1  planner review  running tools (bash)  turn 3/12  "
+        "tokens 1200 in / 340 out (800 cached)"
+    )
+    done = progress.model_copy(update={"status": "finished", "turn": 4, "summary": "ok"})
+    closed = Node(progress.workflow_id, 1, done, WorkflowExecutionStatus.COMPLETED)
+    assert closed.line() == (
+        "  run_review@1  planner review  finished  4 turns  tokens 1200 in / 340 out "
+        "(800 cached)  ok"
+    )
+    failed = Node("pipeline_a/sub-runs/run_x@2", 1, None, WorkflowExecutionStatus.FAILED)
+    assert failed.failed and failed.line() == "  run_x@2  FAILED"
