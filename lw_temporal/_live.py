@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
@@ -37,6 +37,10 @@ from ._workflows import PROGRESS_QUERY, AgentInput, AgentResult, Progress
 
 #: Seconds between two looks at a live tree.
 POLL_SECONDS = 0.5
+#: Seconds without any answer from the root before saying a worker may be missing.
+NO_WORKER_HINT_SECONDS = 10.0
+#: How long one progress query may wait for a worker.
+QUERY_TIMEOUT = timedelta(seconds=5)
 #: Workflows of one tree looked at each time (a larger tree shows its first ones).
 TREE_LIMIT = 200
 
@@ -128,7 +132,9 @@ async def _node(client: Client, workflow_id: str, depth: int) -> Node | None:
         raise
     progress: Progress | None = None
     with contextlib.suppress(RPCError, WorkflowFailureError):
-        progress = await handle.query(PROGRESS_QUERY, result_type=Progress)
+        progress = await handle.query(
+            PROGRESS_QUERY, result_type=Progress, rpc_timeout=QUERY_TIMEOUT
+        )
     return Node(workflow_id, depth, progress, status)
 
 
@@ -215,12 +221,20 @@ async def report_failures(client: Client, nodes: list[Node]) -> int:
 async def follow(client: Client, root: str, screen: Screen, done: asyncio.Event) -> list[Node]:
     """Show the tree under ``root`` until ``done`` is set; return its last snapshot."""
     nodes: list[Node] = []
+    hinted = False
     while True:
         finished = done.is_set()
         nodes = await fetch_tree(client, root) or nodes
         if finished:
             return nodes
         screen.show(nodes)
+        silent = not nodes or nodes[0].progress is None
+        if silent and not hinted and time.monotonic() - screen.started > NO_WORKER_HINT_SECONDS:
+            hinted = True
+            screen.out(
+                f"(no answer from {root}'s {PROGRESS_QUERY} query yet: is a worker with the "
+                "lw plugin polling its task queue?)"
+            )
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(done.wait(), POLL_SECONDS)
 

@@ -198,6 +198,28 @@ async def test_the_worker_serves_lw_metrics_on_its_prometheus_port(
     assert re.search(r"^temporal_", text, re.M)  # the SDK's own metrics on the same endpoint
 
 
+async def test_a_run_nobody_serves_says_a_worker_may_be_missing(
+    dev_env: WorkflowEnvironment,
+) -> None:
+    process = await asyncio.create_subprocess_exec(
+        CLI, "run", "steady", "Wait.", "--task-queue", "nobody-polls-this", "--id", "lonely-1",
+        "--address", address(dev_env),
+        cwd=ROOT, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None
+    try:
+        seen = b""
+        while b"is a worker with the lw plugin polling" not in seen:
+            line = await asyncio.wait_for(process.stdout.readline(), timeout=60)
+            assert line, seen
+            seen += line
+        assert b"run_steady@lonely-1  starting" in seen
+    finally:
+        process.terminate()
+        await process.wait()
+        await dev_env.client.get_workflow_handle("run_steady@lonely-1").terminate()
+
+
 def test_a_tree_line_says_what_an_agent_is_doing_and_what_it_spent() -> None:
     from temporalio.client import WorkflowExecutionStatus
 
