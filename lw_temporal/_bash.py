@@ -21,7 +21,6 @@ that times out or is cancelled commits nothing to memory.
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import os
 import uuid
 from collections.abc import Callable, Sequence
@@ -34,6 +33,7 @@ from temporalio import activity
 
 from ._config import LwConfig
 from ._errors import MEMORY_COMMIT_FAILED, SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
+from ._locks import lock_exclusive
 from ._pathcheck import UNPARSEABLE, CheckResult, check_command, filter_listing
 from ._sandbox import (
     LAUNCH_FAILED_MARKER,
@@ -127,7 +127,7 @@ def apply_staged(scope: Scope, store: StoreRef, changes: Sequence[UpperChange]) 
     locks = scope.layout.state / "locks"
     locks.mkdir(parents=True, exist_ok=True)
     with open(locks / f"{store.kind.value}-{store.key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        lock_exclusive(lock.fileno())
         root.mkdir(parents=True, exist_ok=True)
         apply_changes(root, list(changes))
     return CommitOutcome(applied=list(changes), refused=[])
@@ -312,7 +312,7 @@ class BashActivities:
         mounts = tuple(self._mount(scope, m, staged, overlay) for m in scope.mounts)
         private: Path | None = None
         if not backend.has_mount_view:
-            private = scope.layout.state / "sandbox" / f"run-{uuid.uuid4().hex}"
+            private = scope.layout.local_state / "sandbox" / f"run-{uuid.uuid4().hex}"
             private.mkdir(parents=True)
         return SandboxSpec(
             argv=("/bin/bash", "-c", command),
@@ -363,7 +363,7 @@ class BashActivities:
 
     def _staging(self, scope: Scope) -> Path:
         """An empty staging folder set: an idle one of this data dir, or a new one."""
-        root = scope.layout.state / "staging"
+        root = scope.layout.local_state / "staging"
         while self._idle_staging:
             folder = self._idle_staging.pop()
             if folder.parent == root and not _changed(folder):
@@ -482,7 +482,7 @@ def _ref(sink: OutputSink, scope: Scope, own_virtual: PurePosixPath) -> str | No
 
 
 def _empty_dir(scope: Scope) -> Path:
-    path = scope.layout.state / "sandbox" / "empty"
+    path = scope.layout.local_state / "sandbox" / "empty"
     if not path.is_dir():
         path.mkdir(parents=True, exist_ok=True)
         os.chmod(path, 0o555)

@@ -59,7 +59,24 @@ def _add_worker(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     worker = sub.add_parser("worker", help="run a Temporal worker with the lw plugin")
     _add_connection(worker)
     worker.add_argument("--task-queue", default="lw")
-    worker.add_argument("--data-dir", required=True, help="memory stores and run scratch")
+    worker.add_argument("--data-dir", default=None, help="memory stores and run scratch")
+    hosts = worker.add_argument_group(
+        "several hosts", "memory on a shared volume, runs on each host's disk (README)"
+    )
+    hosts.add_argument("--memory-root", default=None, help="memory stores (default: --data-dir)")
+    hosts.add_argument("--runs-root", default=None, help="run scratch (default: --data-dir)")
+    hosts.add_argument(
+        "--host", default=None, help="this host's name: pin the runs started here to it"
+    )
+    hosts.add_argument(
+        "--host-timeout",
+        type=parse_duration,
+        default=None,
+        help="how long a pinned host may be away before its runs fail (default 5m)",
+    )
+    hosts.add_argument(
+        "--memory-id", default=None, help="refuse to start unless the memory root has this id"
+    )
     worker.add_argument(
         "--definitions",
         required=True,
@@ -89,7 +106,24 @@ def _add_worker(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         if args.sandbox is not None:
             options["sandbox"] = args.sandbox
         options.update(plugin_options(args))
-        plugin = LittleWorkflowPlugin(args.data_dir, load_object(args.definitions), **options)
+        if args.host_timeout is not None:
+            options["host_timeout"] = args.host_timeout
+        from ._topology import TopologyMismatch
+
+        try:
+            plugin = LittleWorkflowPlugin(
+                args.data_dir,
+                load_object(args.definitions),
+                memory_root=args.memory_root,
+                runs_root=args.runs_root,
+                host=args.host,
+                memory_id=args.memory_id,
+                **options,
+            )
+            memory_id = plugin.config.topology.check_start()
+        except (ValueError, TopologyMismatch) as err:
+            print(f"lw-temporal worker: {err}", file=sys.stderr, flush=True)
+            return 2
         client = await Client.connect(
             args.address, namespace=args.namespace, plugins=[plugin], runtime=worker_runtime(args)
         )
@@ -100,7 +134,8 @@ def _add_worker(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         async with Worker(client, task_queue=args.task_queue):
             print(
                 f"ready: worker on {args.address} (namespace {args.namespace}) task queue "
-                f"{args.task_queue}, data dir {plugin.data_dir}",
+                f"{args.task_queue}, data dir {plugin.data_dir}"
+                + _host_line(plugin, args.task_queue, memory_id),
                 flush=True,
             )
             await stop.wait()
@@ -148,6 +183,14 @@ def build_model(spec: str, base_url: str | None = None) -> Any:
             f"lw-temporal: model {spec!r} needs the {provider} SDK: "
             f"pip install 'lw-temporal[{provider}]' ({err})"
         ) from None
+
+
+def _host_line(plugin: Any, task_queue: str, memory_id: str) -> str:
+    layout, host = plugin.config.layout, plugin.config.topology.host
+    if layout.runs_root is None and host is None:
+        return f", memory id {memory_id}"
+    pinned = "" if host is None else f", host {host} (queue {task_queue}@{host})"
+    return f", memory root {layout.root} (id {memory_id}), runs root {layout.local_root}{pinned}"
 
 
 def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

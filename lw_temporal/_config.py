@@ -1,4 +1,5 @@
-"""The worker-side configuration every activity holds: data dir and definitions.
+"""The worker-side configuration every activity holds: data layout, definitions and
+the worker's place among the hosts.
 
 It lives on the activity-holding objects, never in workflow inputs, so a workflow (or a
 client that starts one) cannot point an activity at another data dir or definition set.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio import activity
@@ -16,16 +18,41 @@ from ._definitions import DefinitionRegistry, WorkflowDefinition
 from ._errors import INVALID_WORKFLOW_ID, UNKNOWN_DEFINITION, lw_error
 from ._ids import DataLayout, InvalidWorkflowId
 from ._scope import Scope, derive_scope
+from ._topology import DEFAULT_HOST_TIMEOUT, SCRATCH_FREE_ACTIVITIES, Topology
 
 
 @dataclass(frozen=True)
 class LwConfig:
     layout: DataLayout
     definitions: DefinitionRegistry
+    topology: Topology
 
     @classmethod
-    def create(cls, data_dir: str | Path, definitions: Iterable[WorkflowDefinition]) -> LwConfig:
-        return cls(DataLayout.at(data_dir), DefinitionRegistry(definitions))
+    def create(
+        cls,
+        data_dir: str | Path | None,
+        definitions: Iterable[WorkflowDefinition],
+        *,
+        memory_root: str | Path | None = None,
+        runs_root: str | Path | None = None,
+        host: str | None = None,
+        host_timeout: timedelta = DEFAULT_HOST_TIMEOUT,
+        expected_memory_id: str | None = None,
+    ) -> LwConfig:
+        """``data_dir`` alone puts memory and runs in one folder; ``memory_root`` and
+        ``runs_root`` (each defaulting to ``data_dir``) put them apart."""
+        memory = memory_root if memory_root is not None else data_dir
+        runs = runs_root if runs_root is not None else data_dir
+        if memory is None or runs is None:
+            raise ValueError(
+                "give data_dir (memory and runs in one folder), or both memory_root and "
+                "runs_root (memory on a shared volume, runs on this host's disk)"
+            )
+        layout = DataLayout.split(memory, runs)
+        topology = Topology(
+            layout, host=host, host_timeout=host_timeout, expected_memory_id=expected_memory_id
+        )
+        return cls(layout, DefinitionRegistry(definitions), topology)
 
     def scope_of(self, workflow_id: str, workflow_type: str) -> Scope:
         """The scope for a workflow, with grammar and registry errors made typed."""
@@ -41,7 +68,8 @@ class LwConfig:
             ) from None
 
     def activity_scope(self) -> Scope:
-        """The calling activity's scope: from ``activity.info()`` only, never arguments."""
+        """The calling activity's scope: from ``activity.info()`` only, never arguments;
+        an activity that works in scratch first checks that this worker holds it."""
         info = activity.info()
         if not info.workflow_id or not info.workflow_type:
             raise lw_error(
@@ -49,6 +77,8 @@ class LwConfig:
                 "lw activities run only inside an lw workflow (no workflow id in activity info)",
             )
         scope = self.scope_of(info.workflow_id, info.workflow_type)
+        if info.activity_type not in SCRATCH_FREE_ACTIVITIES:
+            self.topology.check_placement(info.workflow_id, scope.run_id)
         from ._memory._manifest import record_manifest  # the run's first touch records it
 
         record_manifest(

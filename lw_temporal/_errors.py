@@ -40,6 +40,10 @@ MODEL_RATE_LIMITED = "LwModelRateLimited"
 MODEL_UNAVAILABLE = "LwModelUnavailable"
 #: The worker-side conversation files of a run are absent; the workflow resends them.
 CONVERSATION_MISSING = "LwConversationMissing"
+#: A worker asked to run an activity of a run whose scratch is on another host.
+WRONG_TOPOLOGY = "LwWrongTopology"
+#: A pinned run's host did not pick up its activity in time (the run fails).
+HOST_LOST = "LwHostLost"
 
 #: Kinds no retry can fix; list them in a RetryPolicy's ``non_retryable_error_types``.
 NON_RETRYABLE: tuple[str, ...] = (
@@ -64,6 +68,8 @@ NON_RETRYABLE: tuple[str, ...] = (
     MODEL_REFUSED,
     MODEL_OUTPUT_LIMIT,
     CONVERSATION_MISSING,
+    WRONG_TOPOLOGY,
+    HOST_LOST,
 )
 
 

@@ -45,6 +45,8 @@ DREAMING_DEFINITION_ID = "memory.dreaming"
 
 #: Folder names of the library's own bookkeeping; never mounted for an agent.
 STATE_DIR_NAME = ".lw"
+#: The file beside a run's ``scratch/`` saying which host holds it.
+RUN_MARKER_NAME = ".lw-run.json"
 
 
 class Role(StrEnum):
@@ -306,17 +308,40 @@ def parse_workflow_id_for_type(workflow_id: str, workflow_type: str) -> RunId:
 
 @dataclass(frozen=True, slots=True)
 class DataLayout:
-    """Where everything lives under the data dir (DESIGN sections 2, 3 and 7)."""
+    """Where everything lives under the data dir (DESIGN sections 2, 3 and 7).
+
+    Two roots, the same folder unless configured apart: ``root`` (the memory root)
+    holds ``memory/`` and the stores' bookkeeping, and must be one volume for every
+    worker; ``runs_root`` holds ``runs/`` and host-local bookkeeping (sandbox and
+    staging folders, retention trash), and may be each host's own disk when runs are
+    pinned to hosts (see the README's topologies).
+    """
 
     root: Path
+    runs_root: Path | None = None
 
     @classmethod
     def at(cls, data_dir: str | Path) -> DataLayout:
         return cls(Path(data_dir).absolute())
 
+    @classmethod
+    def split(cls, memory_root: str | Path, runs_root: str | Path) -> DataLayout:
+        """Memory on one root (a shared volume), runs on another (a host's disk)."""
+        memory, runs = Path(memory_root).absolute(), Path(runs_root).absolute()
+        return cls(memory, None if runs == memory else runs)
+
+    @property
+    def memory_root(self) -> Path:
+        return self.root
+
+    @property
+    def local_root(self) -> Path:
+        """The root of ``runs/``: the whole data dir, or the host's own runs root."""
+        return self.runs_root or self.root
+
     @property
     def runs(self) -> Path:
-        return self.root / "runs"
+        return self.local_root / "runs"
 
     @property
     def memory(self) -> Path:
@@ -324,8 +349,29 @@ class DataLayout:
 
     @property
     def state(self) -> Path:
-        """The library's own bookkeeping (audit, versions, locks): never mounted."""
+        """The memory stores' bookkeeping (audit, versions, locks): never mounted,
+        and on the memory root, since every worker must see the same."""
         return self.root / STATE_DIR_NAME
+
+    @property
+    def local_state(self) -> Path:
+        """Bookkeeping of this host's runs (sandbox and staging folders, retention
+        trash): never mounted, beside ``runs/``."""
+        return self.local_root / STATE_DIR_NAME
+
+    @property
+    def memory_id_file(self) -> Path:
+        """The memory root's identity, which every worker of a deployment must share."""
+        return self.state / "memory-id"
+
+    @property
+    def binding_file(self) -> Path:
+        """Which memory root (by id) and host this runs root serves."""
+        return self.local_state / "binding.json"
+
+    def run_marker(self, run_id: RunId) -> Path:
+        """Present on the disk that holds the run's scratch (beside it, never mounted)."""
+        return self.run_dir(run_id) / RUN_MARKER_NAME
 
     def run_dir(self, run_id: RunId) -> Path:
         return self.runs.joinpath(*run_id.segments)

@@ -9,13 +9,14 @@ model) so that nothing of it travels in workflow inputs.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import WorkflowRunner
+from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from ._agent import (
@@ -36,6 +37,7 @@ from ._retention import RetentionActivities, ScratchRetentionWorkflow
 from ._sandbox import Limits
 from ._scan import Scanner
 from ._telemetry._interceptor import telemetry_interceptors
+from ._topology import DEFAULT_HOST_TIMEOUT, TopologyActivities, host_queue
 from ._workflows import WORKFLOWS
 
 if TYPE_CHECKING:
@@ -64,6 +66,7 @@ class LittleWorkflowPlugin(SimplePlugin):
 
     Args:
         data_dir: where memory stores, run scratch and the library's bookkeeping live.
+            Optional when ``memory_root`` and ``runs_root`` are both given.
         definitions: the workflow definitions this worker serves; checked as a set
             (unique ids, attaches that name registered definitions).
         model: what chooses each agent's tool calls (an LLM client or a
@@ -99,11 +102,22 @@ class LittleWorkflowPlugin(SimplePlugin):
             run, model turn, command and memory mutation. Needs the ``otel`` extra.
         trace_commands: put each command's text (capped) on its ``lw.bash`` span;
             by default a span holds only the command's sha256.
+        memory_root: the memory stores' folder, when apart from ``data_dir``: one
+            volume every worker mounts (README, "Several hosts").
+        runs_root: the runs' scratch folder, when apart from ``data_dir``: a host's
+            own disk in the pinned topology.
+        host: this worker's host name; set it on every worker whose runs root is its
+            own. The worker then also polls ``<task queue>@<host>``, and each run
+            tree started on it runs all its activities there.
+        host_timeout: how long a pinned host may take to pick up an activity before
+            the run fails as host lost (schedule-to-start timeout of host queues).
+        memory_id: refuse to start unless the memory root's id file says this (the
+            id every worker of the deployment shares; see ``lw-temporal worker``).
     """
 
     def __init__(
         self,
-        data_dir: str | Path,
+        data_dir: str | Path | None = None,
         definitions: Iterable[WorkflowDefinition] = (),
         *,
         model: Model | None = None,
@@ -120,8 +134,21 @@ class LittleWorkflowPlugin(SimplePlugin):
         dreaming_consolidator: Consolidator | None = None,
         tracing: bool | TracerProvider = False,
         trace_commands: bool = False,
+        memory_root: str | Path | None = None,
+        runs_root: str | Path | None = None,
+        host: str | None = None,
+        host_timeout: timedelta = DEFAULT_HOST_TIMEOUT,
+        memory_id: str | None = None,
     ) -> None:
-        self.config = LwConfig.create(data_dir, definitions)
+        self.config = LwConfig.create(
+            data_dir,
+            definitions,
+            memory_root=memory_root,
+            runs_root=runs_root,
+            host=host,
+            host_timeout=host_timeout,
+            expected_memory_id=memory_id,
+        )
         activities: list[Callable[..., object]] = []
         #: The admin API of the memory stores (CLI, dreaming promotion, bash capture).
         self.memory = MemoryStores.for_config(self.config, scanner=scanner, store_quota=store_quota)
@@ -157,6 +184,8 @@ class LittleWorkflowPlugin(SimplePlugin):
         self.retention_activities = RetentionActivities(self.config)
         activities += self.retention_activities.callables()
         workflows += [DreamingWorkflow, ScratchRetentionWorkflow]
+        self.topology_activities = TopologyActivities(self.config)
+        activities.append(self.topology_activities.pin)
         self.activity_callables: Sequence[Callable[..., object]] = tuple(activities)
         super().__init__(
             PLUGIN_NAME,
@@ -172,3 +201,35 @@ class LittleWorkflowPlugin(SimplePlugin):
     @property
     def data_dir(self) -> Path:
         return self.config.layout.root
+
+    # -- several hosts ---------------------------------------------------------------
+    def _host_queue_of(self, task_queue: str) -> str | None:
+        host = self.config.topology.host
+        return None if host is None else host_queue(task_queue, host)
+
+    def _is_host_queue(self, task_queue: str) -> bool:
+        host = self.config.topology.host
+        return host is not None and task_queue.endswith(f"@{host}")
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        config = super().configure_worker(config)
+        if self._is_host_queue(config.get("task_queue", "")):
+            # The host queue carries activities only; workflows run anywhere.
+            config["workflows"] = []
+        return config
+
+    async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
+        """Check the roots before polling; a pinned worker also serves its host queue
+        (Temporal's worker-specific task queue), for as long as the worker runs."""
+        self.config.topology.check_start()
+        queue = self._host_queue_of(worker.task_queue)
+        if queue is None or self._is_host_queue(worker.task_queue):
+            await super().run_worker(worker, next)
+            return
+        client = worker.client
+        plugins: list[LittleWorkflowPlugin] = (
+            [] if self in client.config().get("plugins", []) else [self]
+        )
+        host_worker = Worker(client, task_queue=queue, plugins=plugins)
+        async with host_worker:
+            await super().run_worker(worker, next)

@@ -1,7 +1,7 @@
 """Group commit: concurrent mutations of one store share one lock and one flush.
 
 Each mutation joins its store's queue; one of the waiting threads leads: it takes the
-store's lock (``flock``, so other worker processes wait their turn), plans every
+store's lock (``_locks``, so other worker processes wait their turn), plans every
 queued mutation in order against the others' planned changes, commits them all with a
 single journal flush, applies them, and hands each its result. The others find their
 result ready when they get their turn, having done nothing twice. A mutation that

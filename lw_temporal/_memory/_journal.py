@@ -20,7 +20,6 @@ and is cut off.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import threading
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import MEMORY_BUSY, lw_error
+from .._locks import lock_exclusive
 
 #: Journal size that triggers a checkpoint.
 CHECKPOINT_BYTES = 1 << 20
@@ -53,7 +53,8 @@ def boot_id() -> str:
 def locked(
     state: Path, store: str, cancel: threading.Event | None, timeout: float
 ) -> Iterator[None]:
-    """The store's exclusive lock (``flock``: it holds across worker processes)."""
+    """The store's exclusive lock (an open file description lock, see ``_locks``: it
+    holds across worker processes and NFS clients)."""
     state.mkdir(parents=True, exist_ok=True)
     fd = os.open(state / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
@@ -61,7 +62,7 @@ def locked(
         delay = 0.00005
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                lock_exclusive(fd, blocking=False)
                 break
             except BlockingIOError:
                 if cancel is not None and cancel.is_set():

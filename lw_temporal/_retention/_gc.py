@@ -141,7 +141,7 @@ async def collect_garbage(
             continue
         item = GcItem(
             workflow_id=workflow_id,
-            path=scratch.relative_to(layout.root).as_posix(),
+            path=scratch.relative_to(layout.local_root).as_posix(),
             files=files,
             bytes=size,
             closed=closed,
@@ -174,7 +174,7 @@ async def collect_garbage(
 def _remove(scratch: Path, layout: DataLayout) -> None:
     """Move the folder out of the agents' view first, so a half-finished removal never
     leaves a half-empty scratch behind, then delete it."""
-    trash = layout.state / "trash"
+    trash = layout.local_state / "trash"
     trash.mkdir(parents=True, exist_ok=True)
     moved = trash / f"{os.getpid()}-{datetime.now(UTC).timestamp():.6f}-{scratch.parent.name}"
     os.rename(scratch, moved)
@@ -182,7 +182,7 @@ def _remove(scratch: Path, layout: DataLayout) -> None:
 
 
 def _audit(layout: DataLayout, item: GcItem, actor: str, retain: timedelta) -> None:
-    audit = layout.state / "audit"
+    audit = layout.local_state / "audit"
     audit.mkdir(parents=True, exist_ok=True)
     entry = {
         "time": datetime.now(UTC).isoformat(),

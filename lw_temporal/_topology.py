@@ -1,0 +1,277 @@
+"""Several hosts: which worker may run a run's activities, and the checks that say so.
+
+Two topologies are supported (README, "Several hosts"):
+
+* **shared volume**: every worker mounts the same data dir, so every worker holds
+  every run's scratch and any worker may run any activity;
+* **pinned runs**: memory on a shared volume, each host's runs on its own disk. Each
+  worker is started with a host name and also polls a host task queue
+  (``<task queue>@<host>``, Temporal's worker-specific task queue pattern). A
+  top-level run asks the worker running its first workflow task for that queue
+  (the ``lw.topology.pin`` local activity), keeps the answer in workflow state and
+  hands it to its children as configuration, so the whole tree's activities run on
+  the host where its scratch is.
+
+Everything else is a wrong topology, and the checks here turn it into a clear error
+instead of an agent working in an empty scratch or a host growing its own copy of
+"the" memory: a run's marker (a small file beside its ``scratch/``) says which disk
+holds it, and the memory root carries an id that every worker's runs root is bound to.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+from temporalio import activity
+
+from ._errors import WRONG_TOPOLOGY, lw_error
+from ._ids import DataLayout, RunId
+
+if TYPE_CHECKING:
+    from ._config import LwConfig
+
+PIN_ACTIVITY = "lw.topology.pin"
+#: Activities that never touch a run's scratch, so any host may run them (the model
+#: only sees the conversation and the mount descriptions).
+SCRATCH_FREE_ACTIVITIES = frozenset({"lw.model"})
+#: Default time a pinned host may take to pick up an activity before the run fails.
+DEFAULT_HOST_TIMEOUT = timedelta(minutes=5)
+
+TOPOLOGY_OPTIONS = (
+    "lw supports two topologies (README, 'Several hosts'): a shared volume (every "
+    "worker mounts the same data dir: --data-dir on NFS/EFS/CephFS), or pinned runs "
+    "(one shared --memory-root, a local --runs-root per host, and each worker started "
+    "with --host NAME so a run's whole tree runs on its host)"
+)
+
+
+class PinRequest(BaseModel):
+    """The input of ``lw.topology.pin``: nothing; the answer is the worker's own."""
+
+
+class HostPin(BaseModel):
+    """Where a run tree's activities go: workflow configuration, from the top-level
+    run's first workflow task to every descendant (never an activity argument).
+
+    ``task_queue`` is ``None`` when the worker that answered is not pinned to a host
+    (the shared-volume topology): activities then go to the workflow's own queue.
+    """
+
+    task_queue: str | None = None
+    host: str | None = None
+    memory_id: str | None = None
+    host_timeout_seconds: float | None = None
+
+
+def host_queue(task_queue: str, host: str) -> str:
+    """The task queue only ``host``'s worker polls."""
+    return f"{task_queue}@{host}"
+
+
+def check_host_name(host: str) -> str:
+    if not host or len(host) > 200 or any(c in host for c in "@/\x00") or host.strip() != host:
+        raise ValueError(
+            f"host name {host!r} is not valid: use 1-200 characters without '@', '/', NUL "
+            "or surrounding spaces (it becomes part of a task queue name)"
+        )
+    return host
+
+
+class TopologyMismatch(RuntimeError):
+    """The worker's roots are not the ones its peers use: it must not start."""
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as err:
+        raise TopologyMismatch(f"{path} is unreadable ({err}); remove it and start again") from None
+    return data if isinstance(data, dict) else None
+
+
+def _marker_of(path: Path) -> dict[str, Any] | None:
+    try:
+        return _read_json(path)
+    except TopologyMismatch:
+        return None
+
+
+def _publish(path: Path, data: bytes) -> bool:
+    """Create ``path`` with ``data`` unless it exists: write a temp file, then
+    ``link`` it into place (exclusive and atomic on NFS too, unlike a plain
+    ``O_EXCL`` open followed by a write, which a reader may see empty)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@dataclass
+class Topology:
+    """A worker's place among the hosts: its roots, host name and host timeout.
+
+    Args:
+        layout: the memory root and the runs root.
+        host: this worker's host name in the pinned topology (``None``: not pinned,
+            the shared-volume topology).
+        host_timeout: how long a pinned host may take to pick up an activity before
+            the run fails as "host lost" (its schedule-to-start timeout).
+        expected_memory_id: refuse to start unless the memory root carries this id
+            (give every worker the same value to catch a wrong or missing mount).
+    """
+
+    layout: DataLayout
+    host: str | None = None
+    host_timeout: timedelta = DEFAULT_HOST_TIMEOUT
+    expected_memory_id: str | None = None
+    _memory_id: str | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.host is not None:
+            check_host_name(self.host)
+        if self.host_timeout <= timedelta(0):
+            raise ValueError(f"host_timeout must be positive, not {self.host_timeout}")
+
+    @property
+    def where(self) -> str:
+        host = self.host or f"unpinned worker on {socket.gethostname()}"
+        return f"host {host!r} (runs root {self.layout.local_root})"
+
+    # -- start ------------------------------------------------------------------------
+    def memory_id(self) -> str:
+        """The memory root's id, checked against this runs root's binding on first use."""
+        if self._memory_id is None:
+            self._memory_id = self.check_start()
+        return self._memory_id
+
+    def check_start(self) -> str:
+        """Refuse a memory root that is not the one this runs root (and its pipelines)
+        used, e.g. an unmounted shared volume showing the empty mount point."""
+        layout = self.layout
+        binding = _read_json(layout.binding_file)
+        bound = binding.get("memory_id") if binding else None
+        try:
+            current: str | None = layout.memory_id_file.read_text().strip() or None
+        except FileNotFoundError:
+            current = None
+        if current is None and bound is not None:
+            raise TopologyMismatch(
+                f"memory root {layout.root} has no lw id ({layout.memory_id_file}), but "
+                f"this host's runs root {layout.local_root} served memory {bound}: the "
+                f"shared memory volume is probably not mounted at {layout.root}. Mount it "
+                "(or point --memory-root at it) and start again. " + TOPOLOGY_OPTIONS
+            )
+        if current is None:
+            _publish(layout.memory_id_file, f"{uuid.uuid4()}\n".encode())
+            current = layout.memory_id_file.read_text().strip()
+        if bound is not None and bound != current:
+            raise TopologyMismatch(
+                f"memory root {layout.root} has id {current}, but this host's runs root "
+                f"{layout.local_root} served memory {bound}: its runs' memory is on "
+                "another volume. Point --memory-root at the volume the other workers use, "
+                "or give this worker a fresh --runs-root. " + TOPOLOGY_OPTIONS
+            )
+        if self.expected_memory_id is not None and current != self.expected_memory_id:
+            raise TopologyMismatch(
+                f"memory root {layout.root} has id {current}, not {self.expected_memory_id} "
+                "(the id this worker was told its peers use): mount the shared memory "
+                "volume there. " + TOPOLOGY_OPTIONS
+            )
+        if binding is None or binding.get("host") != self.host:
+            layout.binding_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = layout.binding_file.with_name(f".binding.{uuid.uuid4().hex}")
+            tmp.write_text(json.dumps({"memory_id": current, "host": self.host}))
+            os.replace(tmp, layout.binding_file)
+        self._memory_id = current
+        return current
+
+    # -- placement --------------------------------------------------------------------
+    def pin(self, workflow_task_queue: str) -> HostPin:
+        return HostPin(
+            task_queue=None if self.host is None else host_queue(workflow_task_queue, self.host),
+            host=self.host,
+            memory_id=self.memory_id(),
+            host_timeout_seconds=self.host_timeout.total_seconds(),
+        )
+
+    def check_placement(self, workflow_id: str, run_id: RunId) -> None:
+        """Fail unless this worker's disk holds the run's scratch.
+
+        A top-level run is held wherever its first activity runs (it is marked there).
+        A run with ancestors is held where its marker is, or (first activity) where
+        an ancestor's marker or folder is; anywhere else its scratch and the scratch
+        it reads from its ancestors are missing, so running it would be wrong."""
+        layout = self.layout
+        marker = layout.run_marker(run_id)
+        try:
+            found = _read_json(marker)
+        except TopologyMismatch as err:
+            raise lw_error(WRONG_TOPOLOGY, f"workflow {workflow_id!r}: {err}") from None
+        if found is None:
+            ancestors: list[RunId] = []
+            parent = run_id.parent
+            while parent is not None:
+                ancestors.append(parent)
+                parent = parent.parent
+            held = next(
+                # A folder without a marker: a run started before markers existed.
+                (a for a in ancestors if layout.run_dir(a).is_dir()),
+                None,
+            )
+            if ancestors and held is None:
+                raise lw_error(
+                    WRONG_TOPOLOGY,
+                    f"workflow {workflow_id!r}: this worker ({self.where}) does not hold "
+                    f"the run's scratch: neither the run nor its {ancestors[0].role.value} "
+                    f"{str(ancestors[0])!r} has a marker on this disk, so it ran on another "
+                    "host; running here would see an empty scratch. " + TOPOLOGY_OPTIONS,
+                )
+            found = (_marker_of(layout.run_marker(held)) if held is not None else None) or {
+                "host": self.host,
+                "memory_id": self.memory_id(),
+            }
+            found["run"] = str(run_id)
+            _publish(marker, json.dumps(found, sort_keys=True).encode())
+        marked = found.get("memory_id")
+        if marked is not None and marked != self.memory_id():
+            raise lw_error(
+                WRONG_TOPOLOGY,
+                f"workflow {workflow_id!r}: the run was started with memory root id {marked}, "
+                f"but this worker's memory root {layout.root} has id {self.memory_id()}: "
+                "its memory writes would land in another copy of the stores. " + TOPOLOGY_OPTIONS,
+            )
+
+
+class TopologyActivities:
+    """Holds the worker's :class:`Topology` for ``lw.topology.pin``."""
+
+    def __init__(self, config: LwConfig) -> None:
+        self.config = config
+
+    @activity.defn(name=PIN_ACTIVITY)
+    async def pin(self, request: PinRequest) -> HostPin:
+        """Run as a local activity by a top-level run's first workflow task: the host
+        of the worker running it is where the run's tree will live (marked here)."""
+        self.config.activity_scope()  # marks the run on this disk
+        return self.config.topology.pin(activity.info().task_queue)
