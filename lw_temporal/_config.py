@@ -18,7 +18,7 @@ from ._definitions import DefinitionRegistry, WorkflowDefinition
 from ._errors import INVALID_WORKFLOW_ID, UNKNOWN_DEFINITION, lw_error
 from ._ids import DataLayout, InvalidWorkflowId
 from ._scope import Scope, derive_scope
-from ._topology import DEFAULT_HOST_TIMEOUT, SCRATCH_FREE_ACTIVITIES, Topology
+from ._topology import DEFAULT_HOST_TIMEOUT, Topology
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,8 @@ class LwConfig:
 
     def activity_scope(self) -> Scope:
         """The calling activity's scope: from ``activity.info()`` only, never arguments;
-        an activity that works in scratch first checks that this worker holds it."""
+        a regular activity first checks that this worker holds the run's scratch (a
+        local one runs beside its workflow task, wherever that is)."""
         info = activity.info()
         if not info.workflow_id or not info.workflow_type:
             raise lw_error(
@@ -77,7 +78,7 @@ class LwConfig:
                 "lw activities run only inside an lw workflow (no workflow id in activity info)",
             )
         scope = self.scope_of(info.workflow_id, info.workflow_type)
-        if info.activity_type not in SCRATCH_FREE_ACTIVITIES:
+        if not info.is_local:
             self.topology.check_placement(info.workflow_id, scope.run_id)
         from ._memory._manifest import record_manifest  # the run's first touch records it
 

@@ -79,7 +79,9 @@ class LittleWorkflowPlugin(SimplePlugin):
             trip per turn) once a run has learned this setting from its first turn or
             its parent; every worker must then have ``model``. ``None`` (default) asks
             the model: ``ScriptedModel`` says yes, a remote LLM client says nothing
-            and gets regular activities (retried and timed out on their own).
+            and gets regular activities (retried and timed out on their own). A
+            worker with ``host`` defaults to regular activities on its host queue,
+            since a turn may save cleared context to the run's scratch.
         orchestrator_instructions: the orchestrator's system instructions.
         orchestrator_max_turns: the orchestrator's turn budget.
         context_budget_tokens: the most tokens of conversation a model is sent per turn;
@@ -168,7 +170,8 @@ class LittleWorkflowPlugin(SimplePlugin):
             model or MissingModel(),
             index_search_attributes=search_attributes_registered,
             local_activity=(
-                prefers_local_activity(model)
+                # Pinned: a turn may save to scratch, so it goes to the host's queue.
+                prefers_local_activity(model) and host is None
                 if model_local_activity is None
                 else model_local_activity
             ),

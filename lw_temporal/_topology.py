@@ -30,18 +30,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
-from temporalio import activity
+from temporalio import activity, workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
+from temporalio.exceptions import TimeoutError as TemporalTimeout
 
-from ._errors import WRONG_TOPOLOGY, lw_error
-from ._ids import DataLayout, RunId
+from ._errors import HOST_LOST, WRONG_TOPOLOGY, lw_error
+from ._ids import DataLayout, InvalidWorkflowId, RunId, parse_workflow_id
 
 if TYPE_CHECKING:
     from ._config import LwConfig
 
 PIN_ACTIVITY = "lw.topology.pin"
-#: Activities that never touch a run's scratch, so any host may run them (the model
-#: only sees the conversation and the mount descriptions).
-SCRATCH_FREE_ACTIVITIES = frozenset({"lw.model"})
+#: ``workflow.patched`` id: runs recorded before pinning existed replay unpinned.
+PIN_PATCH = "lw.topology.pin"
 #: Default time a pinned host may take to pick up an activity before the run fails.
 DEFAULT_HOST_TIMEOUT = timedelta(minutes=5)
 
@@ -69,6 +71,58 @@ class HostPin(BaseModel):
     host: str | None = None
     memory_id: str | None = None
     host_timeout_seconds: float | None = None
+
+
+# -- workflow side (deterministic) ------------------------------------------------------
+async def pin_run(run_id: RunId, given: HostPin | None) -> HostPin:
+    """Where this run tree's activities go: the parent's pin, or for a top-level run
+    the host of the worker running its first workflow task, asked once (its answer is
+    in the history and the workflow state, so replay and continue-as-new keep it)."""
+    if given is not None or run_id.parent is not None:
+        return given or HostPin()
+    if not workflow.patched(PIN_PATCH):
+        return HostPin()
+    pin: HostPin = await workflow.execute_local_activity(
+        PIN_ACTIVITY,
+        PinRequest(),
+        result_type=HostPin,
+        start_to_close_timeout=timedelta(seconds=30),
+        retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=[WRONG_TOPOLOGY]),
+    )
+    return pin
+
+
+def placement(pin: HostPin | None) -> dict[str, Any]:
+    """The ``execute_activity`` options that send an activity to the run's host."""
+    if pin is None or pin.task_queue is None:
+        return {}
+    seconds = pin.host_timeout_seconds or DEFAULT_HOST_TIMEOUT.total_seconds()
+    return {"task_queue": pin.task_queue, "schedule_to_start_timeout": timedelta(seconds=seconds)}
+
+
+def placement_failure(err: ActivityError, pin: HostPin | None) -> ApplicationError | None:
+    """The run's own failure when an activity failed for where it ran, not for what it
+    did: on a wrong host or a lost one nothing the agent tries next can work."""
+    cause = err.cause
+    info = workflow.info()
+    if isinstance(cause, ApplicationError) and cause.type == WRONG_TOPOLOGY:
+        return ApplicationError(cause.message, type=WRONG_TOPOLOGY, non_retryable=True)
+    if (
+        isinstance(cause, TemporalTimeout)
+        and cause.type is TimeoutType.SCHEDULE_TO_START
+        and pin is not None
+        and pin.task_queue is not None
+    ):
+        seconds = pin.host_timeout_seconds or DEFAULT_HOST_TIMEOUT.total_seconds()
+        return lw_error(
+            HOST_LOST,
+            f"workflow {info.workflow_id!r}: host {pin.host!r} did not pick up "
+            f"{err.activity_type} from its task queue {pin.task_queue!r} within {seconds:g}s "
+            "(host_timeout), and this run's scratch is on that host. Start that host's "
+            "worker again (same --runs-root and --host) and run it again, or start a new "
+            "top-level run, which any live host may take.",
+        )
+    return None
 
 
 def host_queue(task_queue: str, host: str) -> str:
@@ -207,6 +261,20 @@ class Topology:
         return current
 
     # -- placement --------------------------------------------------------------------
+    def pin_here(self) -> HostPin:
+        """Inside a top-level run's first (local) activity: pin its tree to this worker's
+        host, marking the run on this disk. A run with ancestors gets its pin from its
+        parent; asked here (a parent of an earlier version), it stays unpinned."""
+        info = activity.info()
+        try:
+            run_id = parse_workflow_id(info.workflow_id or "")
+        except InvalidWorkflowId:
+            return HostPin()
+        if run_id.parent is not None:
+            return HostPin()
+        self.check_placement(info.workflow_id or "", run_id)
+        return self.pin(info.task_queue)
+
     def pin(self, workflow_task_queue: str) -> HostPin:
         return HostPin(
             task_queue=None if self.host is None else host_queue(workflow_task_queue, self.host),
@@ -264,14 +332,14 @@ class Topology:
 
 
 class TopologyActivities:
-    """Holds the worker's :class:`Topology` for ``lw.topology.pin``."""
+    """Holds the worker's :class:`Topology` for ``lw.topology.pin`` (the agents read
+    their pin with their other worker settings, ``lw.settings``)."""
 
     def __init__(self, config: LwConfig) -> None:
         self.config = config
 
     @activity.defn(name=PIN_ACTIVITY)
     async def pin(self, request: PinRequest) -> HostPin:
-        """Run as a local activity by a top-level run's first workflow task: the host
-        of the worker running it is where the run's tree will live (marked here)."""
-        self.config.activity_scope()  # marks the run on this disk
-        return self.config.topology.pin(activity.info().task_queue)
+        """Run as a local activity by a top-level run's first workflow task (a run
+        without ``lw.settings``, such as a dream): its tree lives on this host."""
+        return self.config.topology.pin_here()

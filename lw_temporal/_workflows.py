@@ -78,6 +78,7 @@ from ._ids import (
     parse_workflow_id_for_type,
 )
 from ._telemetry._summary import model_summary, tool_summary
+from ._topology import placement, placement_failure
 
 __all__ = ["PROGRESS_QUERY", "WORKFLOWS", "AgentInput", "AgentResult", "Progress"]
 
@@ -340,15 +341,23 @@ class _Agent:
                 retry_policy=_RETRY,
                 summary=summary,
             )
-        return await workflow.execute_activity(
-            name,
-            args=args,
-            result_type=result_type,
-            start_to_close_timeout=start_to_close,
-            heartbeat_timeout=heartbeat,
-            retry_policy=_RETRY,
-            summary=summary,
-        )
+        # A pinned tree's activities run on the host that holds its scratch.
+        pin = self._state.settings.pin if self._state.settings else None
+        try:
+            return await workflow.execute_activity(
+                name,
+                args=args,
+                result_type=result_type,
+                start_to_close_timeout=start_to_close,
+                heartbeat_timeout=heartbeat,
+                retry_policy=_RETRY,
+                summary=summary,
+                **placement(pin),
+            )
+        except ActivityError as err:
+            if fatal := placement_failure(err, pin):
+                raise fatal from None
+            raise
 
     async def _worker_settings(self) -> WorkerSettings:
         """The worker's settings, once per run tree: a local activity's answer is

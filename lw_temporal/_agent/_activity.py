@@ -114,7 +114,7 @@ class ModelActivities:
     @activity.defn(name=SETTINGS_ACTIVITY)
     async def settings(self) -> WorkerSettings:
         """Read once per run tree; children get the answer in their input."""
-        return self.worker_settings()
+        return self.worker_settings().model_copy(update={"pin": self.config.topology.pin_here()})
 
     def _prompt_parts(self, scope: Scope) -> tuple[str, int, dict[str, str]]:
         if scope.role is Role.ORCHESTRATOR:

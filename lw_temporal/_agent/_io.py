@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from .._ids import Role
+from .._topology import HostPin
 from ._protocol import Exchange, ToolResult, Usage
 
 
@@ -25,6 +26,8 @@ class WorkerSettings(BaseModel):
     #: Turn budget per registered definition id (bounded by the registry's size).
     max_turns: dict[str, int] = Field(default_factory=dict)
     default_max_turns: int = 24
+    #: The host whose task queue runs the tree's activities (pinned runs), if any.
+    pin: HostPin | None = None
 
     def turns_for(self, role: Role, definition_id: str | None) -> int:
         if role is Role.ORCHESTRATOR or definition_id is None:
