@@ -8,10 +8,7 @@ import asyncio
 import json
 import os
 import signal
-import sys
-import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 from temporalio.api.enums.v1 import EventType
@@ -22,45 +19,8 @@ from lw_temporal import DataLayout, LittleWorkflowPlugin, pipeline_key
 from lw_temporal._workflows import AgentInput, AgentResult
 from workflows.pipeline import DEFINITIONS
 
-from ._durability_worker import MARKER
+from ._durability_worker import MARKER, start_worker, wait_for
 from .conftest import plugin_client
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-async def _start_worker(
-    env: WorkflowEnvironment, data_dir: Path, task_queue: str
-) -> asyncio.subprocess.Process:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "lw_temporal._cli",
-        "worker",
-        "--definitions",
-        "workflows.pipeline:DEFINITIONS",
-        "--model",
-        "tests._durability_worker:slow_steps_model",
-        "--address",
-        env.client.service_client.config.target_host,
-        "--data-dir",
-        str(data_dir),
-        "--task-queue",
-        task_queue,
-        cwd=REPO,
-        stdout=asyncio.subprocess.PIPE,
-        start_new_session=True,  # its own process group: the kill takes its sandboxes too
-    )
-    assert proc.stdout is not None
-    line = await asyncio.wait_for(proc.stdout.readline(), timeout=120)
-    assert line.startswith(b"ready"), line
-    return proc
-
-
-async def _wait_for(predicate: Callable[[], bool], within: float = 120) -> None:
-    deadline = time.monotonic() + within
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting for the pipeline to get there"
-        await asyncio.sleep(0.1)
 
 
 async def test_pipeline_survives_a_sigkilled_worker(
@@ -71,7 +31,7 @@ async def test_pipeline_survives_a_sigkilled_worker(
     review = layout.runs / pipeline / "sub-runs/run_candidate-review@1"
     client = plugin_client(dev_env, LittleWorkflowPlugin(data_dir, DEFINITIONS))
 
-    first = await _start_worker(dev_env, data_dir, task_queue)
+    first = await start_worker(dev_env, task_queue, "--data-dir", str(data_dir))
     handle = await client.start_workflow(
         "lw.Orchestrator",
         AgentInput(),
@@ -79,12 +39,12 @@ async def test_pipeline_survives_a_sigkilled_worker(
         task_queue=task_queue,
         result_type=AgentResult,
     )
-    await _wait_for(lambda: any(review.glob(f"steps/step_*/scratch/{MARKER}")))
+    await wait_for(lambda: any(review.glob(f"steps/step_*/scratch/{MARKER}")))
     os.killpg(first.pid, signal.SIGKILL)
     await first.wait()
     assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
 
-    second = await _start_worker(dev_env, data_dir, task_queue)
+    second = await start_worker(dev_env, task_queue, "--data-dir", str(data_dir))
     try:
         result = await asyncio.wait_for(handle.result(), timeout=300)
     finally:
