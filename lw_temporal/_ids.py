@@ -366,8 +366,12 @@ class DataLayout:
 
     @property
     def binding_file(self) -> Path:
-        """Which memory root (by id) and host this runs root serves."""
+        """This runs root's id and the memory root (by id) it serves."""
         return self.local_state / "binding.json"
+
+    def tree_entry(self, top_level: RunId) -> Path:
+        """On the memory root: which runs root a top-level run's tree lives on."""
+        return self.state / "trees" / f"{top_level}.json"
 
     def run_marker(self, run_id: RunId) -> Path:
         """Present on the disk that holds the run's scratch (beside it, never mounted)."""

@@ -200,6 +200,7 @@ class Topology:
     host_timeout: timedelta = DEFAULT_HOST_TIMEOUT
     expected_memory_id: str | None = None
     _memory_id: str | None = field(default=None, init=False, repr=False)
+    _runs_id: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.host is not None:
@@ -218,6 +219,13 @@ class Topology:
         if self._memory_id is None:
             self._memory_id = self.check_start()
         return self._memory_id
+
+    def runs_id(self) -> str:
+        """This runs root's id: the same for every worker that shares it."""
+        if self._runs_id is None:
+            self.check_start()
+        assert self._runs_id is not None
+        return self._runs_id
 
     def check_start(self) -> str:
         """Refuse a memory root that is not the one this runs root (and its pipelines)
@@ -252,11 +260,12 @@ class Topology:
                 "(the id this worker was told its peers use): mount the shared memory "
                 "volume there. " + TOPOLOGY_OPTIONS
             )
-        if binding is None or binding.get("host") != self.host:
-            layout.binding_file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = layout.binding_file.with_name(f".binding.{uuid.uuid4().hex}")
-            tmp.write_text(json.dumps({"memory_id": current, "host": self.host}))
-            os.replace(tmp, layout.binding_file)
+        if binding is None:
+            # Exclusive: workers sharing this runs root (one volume) share its id.
+            body = {"memory_id": current, "runs_id": str(uuid.uuid4())}
+            _publish(layout.binding_file, json.dumps(body).encode())
+            binding = _read_json(layout.binding_file) or body
+        self._runs_id = str(binding.get("runs_id") or layout.local_root)
         self._memory_id = current
         return current
 
@@ -286,10 +295,11 @@ class Topology:
     def check_placement(self, workflow_id: str, run_id: RunId) -> None:
         """Fail unless this worker's disk holds the run's scratch.
 
-        A top-level run is held wherever its first activity runs (it is marked there).
-        A run with ancestors is held where its marker is, or (first activity) where
-        an ancestor's marker or folder is; anywhere else its scratch and the scratch
-        it reads from its ancestors are missing, so running it would be wrong."""
+        Its marker beside the scratch says it is held here. Without one (the run's
+        first activity on this disk), the tree's entry on the shared memory root says
+        which runs root its top-level run was first marked on: another one means the
+        run (or, for a run with ancestors, the scratch it reads from them) is on
+        another host, and running here would see an empty scratch."""
         layout = self.layout
         marker = layout.run_marker(run_id)
         try:
@@ -297,29 +307,29 @@ class Topology:
         except TopologyMismatch as err:
             raise lw_error(WRONG_TOPOLOGY, f"workflow {workflow_id!r}: {err}") from None
         if found is None:
-            ancestors: list[RunId] = []
-            parent = run_id.parent
-            while parent is not None:
-                ancestors.append(parent)
-                parent = parent.parent
-            held = next(
-                # A folder without a marker: a run started before markers existed.
-                (a for a in ancestors if layout.run_dir(a).is_dir()),
-                None,
-            )
-            if ancestors and held is None:
-                raise lw_error(
-                    WRONG_TOPOLOGY,
-                    f"workflow {workflow_id!r}: this worker ({self.where}) does not hold "
-                    f"the run's scratch: neither the run nor its {ancestors[0].role.value} "
-                    f"{str(ancestors[0])!r} has a marker on this disk, so it ran on another "
-                    "host; running here would see an empty scratch. " + TOPOLOGY_OPTIONS,
-                )
-            found = (_marker_of(layout.run_marker(held)) if held is not None else None) or {
+            top = run_id
+            while top.parent is not None:
+                top = top.parent
+            here = {
                 "host": self.host,
+                "runs_id": self.runs_id(),
+                "runs_root": str(layout.local_root),
                 "memory_id": self.memory_id(),
             }
-            found["run"] = str(run_id)
+            entry = layout.tree_entry(top)
+            if top == run_id:
+                _publish(entry, json.dumps(here, sort_keys=True).encode())
+            held = _marker_of(entry)
+            if held is not None and held.get("runs_id") != here["runs_id"]:
+                whose = "the run" if top == run_id else f"its top-level run {str(top)!r}"
+                raise lw_error(
+                    WRONG_TOPOLOGY,
+                    f"workflow {workflow_id!r}: this worker ({self.where}) does not hold the "
+                    f"run's scratch: {whose} lives on host {held.get('host')!r} (runs root "
+                    f"{held.get('runs_root')}), and this disk has no marker of the run; "
+                    "running here would see an empty scratch. " + TOPOLOGY_OPTIONS,
+                )
+            found = {**here, "run": str(run_id)}
             _publish(marker, json.dumps(found, sort_keys=True).encode())
         marked = found.get("memory_id")
         if marked is not None and marked != self.memory_id():

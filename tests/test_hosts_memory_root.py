@@ -84,8 +84,11 @@ def test_a_run_marked_with_another_memory_fails_its_activities(tmp_path: Path) -
     marker = layout.run_marker(pipeline)
     assert json.loads(marker.read_text())["memory_id"] == topology.memory_id()
     step = pipeline.sub_run("candidate-review", "1").step_run("1")
-    topology.check_placement(str(step), step)  # its ancestor is here: marked too
+    topology.check_placement(str(step), step)  # its tree is here: marked too
     assert json.loads(layout.run_marker(step).read_text())["host"] == "a"
+    other_host = Topology(DataLayout.split(tmp_path / "shared", tmp_path / "runs-b"), host="b")
+    with pytest.raises(ApplicationError, match="lives on host 'a'"):
+        other_host.check_placement(str(step), step)
 
     marker.write_text(json.dumps({"host": "a", "memory_id": "elsewhere"}))
     with pytest.raises(ApplicationError) as err:

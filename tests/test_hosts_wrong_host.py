@@ -40,7 +40,7 @@ async def test_a_step_on_the_wrong_host_fails_with_the_topology_message(
         )
     assert outcome.startswith("failed: LwWrongTopology: "), outcome
     assert f"workflow {step_id(task_queue)!r}" in outcome
-    assert "does not hold the run's scratch" in outcome
+    assert "does not hold the run's scratch" in outcome and "lives on host 'a'" in outcome
     assert "shared volume" in outcome and "pinned runs" in outcome and "--host" in outcome
 
     # The planner's scratch and marker are on host a; host b ran nothing of the run.

@@ -1,0 +1,140 @@
+"""Several hosts: sample pipelines per second for 1, 2 and 3 worker processes, with
+the data dir on one shared volume vs pinned runs (one memory root, a runs root and
+``--host`` per worker), on one dev server, in the same run.
+
+Every worker is a real ``lw-temporal worker`` process running the sample pipeline's
+scripted model; a configuration's workers start first (not timed), then
+``--pipelines`` pipelines start at once and the time until the last one finishes is
+measured. Ratios are against one shared-volume worker measured in the same run. The
+workers here share this machine's cores, so more processes show the cost of the
+topology (the extra host queue, markers) more than a gain; the core count is printed.
+
+    python benchmarks/hosts.py [--pipelines 6] [--rounds 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+from lw_temporal import LittleWorkflowPlugin
+from lw_temporal._devserver import temporal_cli_path
+from lw_temporal._workflows import AgentInput, AgentResult
+from workflows.pipeline import DEFINITIONS
+
+EXPECTED = "candidate Dana Reyes reviewed and scored 8/10"
+
+
+async def _worker(address: str, task_queue: str, flags: list[str]) -> asyncio.subprocess.Process:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "lw_temporal._cli",
+        "worker",
+        "--address",
+        address,
+        "--task-queue",
+        task_queue,
+        "--definitions",
+        "workflows.pipeline:DEFINITIONS",
+        "--model",
+        "workflows.pipeline:sample_model",
+        *flags,
+        stdout=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    line = await asyncio.wait_for(proc.stdout.readline(), timeout=120)
+    if not line.startswith(b"ready"):
+        raise SystemExit(f"worker did not start: {line!r}")
+    return proc
+
+
+async def _measure(
+    env: WorkflowEnvironment, root: Path, workers: int, pinned: bool, pipelines: int
+) -> float:
+    """Pipelines per second of one configuration."""
+    tag = uuid.uuid4().hex[:8]
+    task_queue = f"hosts-{tag}"
+    base = root / tag
+    if pinned:
+        memory = str(base / "memory")
+        flags = [
+            ["--memory-root", memory, "--runs-root", str(base / f"runs-{n}"), "--host", f"h{n}"]
+            for n in range(workers)
+        ]
+    else:
+        flags = [["--data-dir", str(base / "data")]] * workers
+    address = env.client.service_client.config.target_host
+    # Start one first: it creates the memory root's id that the others then find.
+    procs = [await _worker(address, task_queue, flags[0])]
+    procs += await asyncio.gather(*(_worker(address, task_queue, f) for f in flags[1:]))
+    config = env.client.config()
+    config["plugins"] = [LittleWorkflowPlugin(base / "client", DEFINITIONS)]
+    client = Client(**config)
+    try:
+        start = time.perf_counter()
+        handles = [
+            await client.start_workflow(
+                "lw.Orchestrator",
+                AgentInput(),
+                id=f"pipeline_{tag}-{n}",
+                task_queue=task_queue,
+                result_type=AgentResult,
+            )
+            for n in range(pipelines)
+        ]
+        results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 600)
+        elapsed = time.perf_counter() - start
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            await proc.wait()
+    assert {r.summary for r in results} == {EXPECTED}
+    return pipelines / elapsed
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pipelines", type=int, default=6)
+    parser.add_argument("--rounds", type=int, default=1)
+    args = parser.parse_args()
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_cli_path(), dev_server_log_level="error"
+    )
+    rates: dict[tuple[int, bool], list[float]] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="lw-bench-hosts-") as tmp:
+            for _ in range(args.rounds):
+                for workers in (1, 2, 3):
+                    for pinned in (False, True):
+                        rate = await _measure(env, Path(tmp), workers, pinned, args.pipelines)
+                        rates.setdefault((workers, pinned), []).append(rate)
+    finally:
+        await env.shutdown()
+    cores = os.cpu_count()
+    usable = len(os.sched_getaffinity(0))
+    print(f"machine: {cores} cores ({usable} usable); {args.pipelines} pipelines at once")
+    baseline = max(rates[(1, False)])
+    print("workers  shared p/s  pinned p/s  pinned/shared  shared vs 1  pinned vs 1")
+    for workers in (1, 2, 3):
+        shared, pin = max(rates[(workers, False)]), max(rates[(workers, True)])
+        print(
+            f"{workers:>7}  {shared:>10.2f}  {pin:>10.2f}  {pin / shared:>13.2f}"
+            f"  {shared / baseline:>11.2f}  {pin / baseline:>11.2f}"
+        )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
