@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError
 from temporalio.worker import Worker
 
 from lw_temporal import DataLayout, LittleWorkflowPlugin, Role, ScriptedModel, pipeline_key, tool
+from lw_temporal._agent._io import WorkerSettings
 from lw_temporal._plugin import _passthrough
 from lw_temporal._topology import HostPin, host_queue
 from lw_temporal._workflows import AgentInput, AgentResult
@@ -77,7 +78,7 @@ class ForcingPlanner:
         try:
             result = await workflow.execute_child_workflow(
                 "lw.Worker",
-                AgentInput(task="read the plan", pin=forcing.step_pin),
+                AgentInput(task="read the plan", settings=WorkerSettings(pin=forcing.step_pin)),
                 id=f"{workflow.info().workflow_id}/steps/step_1",
                 result_type=AgentResult,
             )

@@ -1,7 +1,7 @@
 """Two worker processes standing for two hosts (each its own runs root, one shared
 memory root, ``--host``) complete concurrent pipelines: each pipeline's whole tree of
-scratch is on the one host it was pinned to, every activity that works in scratch ran
-on that host's worker, and every memory write is present once."""
+scratch is on the one host it was pinned to, every activity of the tree (model turns
+included) ran on that host's worker, and every memory write is present once."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ async def test_two_hosts_keep_each_pipeline_on_one_host(
         assert_pipeline_whole(runs, pipeline)
         for run in PIPELINE_RUNS:
             workflow_id = pipeline if run == "." else f"{pipeline}/{run}"
-            ran_by = await _scratch_activity_workers(client, workflow_id)
+            ran_by = await _activity_workers(client, workflow_id)
             assert ran_by and ran_by <= {pids[host]}, (workflow_id, ran_by, pids)
     assert placed[pipelines[0]] == placed[pipelines[1]] == "b"
 
@@ -92,18 +92,11 @@ async def test_two_hosts_keep_each_pipeline_on_one_host(
     assert_memory_written_once(layouts["a"], pipelines)
 
 
-async def _scratch_activity_workers(client: Client, workflow_id: str) -> set[int]:
-    """The pids of the workers that started the run's activities, but for the model's
-    (which reads no scratch and runs anywhere)."""
+async def _activity_workers(client: Client, workflow_id: str) -> set[int]:
+    """The pids of the workers that started the run's (regular) activities."""
     events = (await client.get_workflow_handle(workflow_id).fetch_history()).events
-    types = {
-        e.event_id: e.activity_task_scheduled_event_attributes.activity_type.name
-        for e in events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-    }
     return {
         int(e.activity_task_started_event_attributes.identity.split("@")[0])
         for e in events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
-        and types[e.activity_task_started_event_attributes.scheduled_event_id] != "lw.model"
     }
