@@ -17,6 +17,7 @@ Everything here is pure and deterministic, so workflow code may import it.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -45,8 +46,6 @@ DREAMING_DEFINITION_ID = "memory.dreaming"
 
 #: Folder names of the library's own bookkeeping; never mounted for an agent.
 STATE_DIR_NAME = ".lw"
-#: The file beside a run's ``scratch/`` saying which host holds it.
-RUN_MARKER_NAME = ".lw-run.json"
 
 
 class Role(StrEnum):
@@ -374,8 +373,10 @@ class DataLayout:
         return self.state / "trees" / f"{top_level}.json"
 
     def run_marker(self, run_id: RunId) -> Path:
-        """Present on the disk that holds the run's scratch (beside it, never mounted)."""
-        return self.run_dir(run_id) / RUN_MARKER_NAME
+        """Present on the disk that holds the run's scratch; in the runs root's own
+        bookkeeping, so ``runs/`` keeps exactly the layout of the IDs."""
+        digest = hashlib.sha256(str(run_id).encode()).hexdigest()[:32]
+        return self.local_state / "runs" / f"{digest}.json"
 
     def run_dir(self, run_id: RunId) -> Path:
         return self.runs.joinpath(*run_id.segments)

@@ -37,7 +37,7 @@ from ._retention import RetentionActivities, ScratchRetentionWorkflow
 from ._sandbox import Limits
 from ._scan import Scanner
 from ._telemetry._interceptor import telemetry_interceptors
-from ._topology import DEFAULT_HOST_TIMEOUT, TopologyActivities, host_queue
+from ._topology import DEFAULT_HOST_TIMEOUT, host_queue
 from ._workflows import WORKFLOWS
 
 if TYPE_CHECKING:
@@ -187,8 +187,6 @@ class LittleWorkflowPlugin(SimplePlugin):
         self.retention_activities = RetentionActivities(self.config)
         activities += self.retention_activities.callables()
         workflows += [DreamingWorkflow, ScratchRetentionWorkflow]
-        self.topology_activities = TopologyActivities(self.config)
-        activities.append(self.topology_activities.pin)
         self.activity_callables: Sequence[Callable[..., object]] = tuple(activities)
         super().__init__(
             PLUGIN_NAME,

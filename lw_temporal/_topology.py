@@ -7,15 +7,15 @@ Two topologies are supported (README, "Several hosts"):
 * **pinned runs**: memory on a shared volume, each host's runs on its own disk. Each
   worker is started with a host name and also polls a host task queue
   (``<task queue>@<host>``, Temporal's worker-specific task queue pattern). A
-  top-level run asks the worker running its first workflow task for that queue
-  (the ``lw.topology.pin`` local activity), keeps the answer in workflow state and
-  hands it to its children as configuration, so the whole tree's activities run on
-  the host where its scratch is.
+  top-level run asks the worker running its first workflow task for that queue once
+  (with its other worker settings, the ``lw.settings`` local activity), keeps the
+  answer in workflow state and hands it to its children as configuration, so the
+  whole tree's activities run on the host where its scratch is.
 
 Everything else is a wrong topology, and the checks here turn it into a clear error
 instead of an agent working in an empty scratch or a host growing its own copy of
-"the" memory: a run's marker (a small file beside its ``scratch/``) says which disk
-holds it, and the memory root carries an id that every worker's runs root is bound to.
+"the" memory: a run's marker (a small file in the runs root's ``.lw/``) says which
+disk holds it, and the memory root carries an id that every worker's runs root is bound to.
 """
 
 from __future__ import annotations
@@ -27,23 +27,16 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 from temporalio import activity, workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 from ._errors import HOST_LOST, WRONG_TOPOLOGY, lw_error
 from ._ids import DataLayout, InvalidWorkflowId, RunId, parse_workflow_id
 
-if TYPE_CHECKING:
-    from ._config import LwConfig
-
-PIN_ACTIVITY = "lw.topology.pin"
-#: ``workflow.patched`` id: runs recorded before pinning existed replay unpinned.
-PIN_PATCH = "lw.topology.pin"
 #: Default time a pinned host may take to pick up an activity before the run fails.
 DEFAULT_HOST_TIMEOUT = timedelta(minutes=5)
 
@@ -53,10 +46,6 @@ TOPOLOGY_OPTIONS = (
     "(one shared --memory-root, a local --runs-root per host, and each worker started "
     "with --host NAME so a run's whole tree runs on its host)"
 )
-
-
-class PinRequest(BaseModel):
-    """The input of ``lw.topology.pin``: nothing; the answer is the worker's own."""
 
 
 class HostPin(BaseModel):
@@ -69,29 +58,10 @@ class HostPin(BaseModel):
 
     task_queue: str | None = None
     host: str | None = None
-    memory_id: str | None = None
     host_timeout_seconds: float | None = None
 
 
 # -- workflow side (deterministic) ------------------------------------------------------
-async def pin_run(run_id: RunId, given: HostPin | None) -> HostPin:
-    """Where this run tree's activities go: the parent's pin, or for a top-level run
-    the host of the worker running its first workflow task, asked once (its answer is
-    in the history and the workflow state, so replay and continue-as-new keep it)."""
-    if given is not None or run_id.parent is not None:
-        return given or HostPin()
-    if not workflow.patched(PIN_PATCH):
-        return HostPin()
-    pin: HostPin = await workflow.execute_local_activity(
-        PIN_ACTIVITY,
-        PinRequest(),
-        result_type=HostPin,
-        start_to_close_timeout=timedelta(seconds=30),
-        retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=[WRONG_TOPOLOGY]),
-    )
-    return pin
-
-
 def placement(pin: HostPin | None) -> dict[str, Any]:
     """The ``execute_activity`` options that send an activity to the run's host."""
     if pin is None or pin.task_queue is None:
@@ -271,8 +241,8 @@ class Topology:
 
     # -- placement --------------------------------------------------------------------
     def pin_here(self) -> HostPin:
-        """Inside a top-level run's first (local) activity: pin its tree to this worker's
-        host, marking the run on this disk. A run with ancestors gets its pin from its
+        """Inside a top-level run's ``lw.settings``: pin its tree to this worker's host,
+        marking the run on this disk. A run with ancestors gets its pin from its
         parent; asked here (a parent of an earlier version), it stays unpinned."""
         info = activity.info()
         try:
@@ -288,7 +258,6 @@ class Topology:
         return HostPin(
             task_queue=None if self.host is None else host_queue(workflow_task_queue, self.host),
             host=self.host,
-            memory_id=self.memory_id(),
             host_timeout_seconds=self.host_timeout.total_seconds(),
         )
 
@@ -339,17 +308,3 @@ class Topology:
                 f"but this worker's memory root {layout.root} has id {self.memory_id()}: "
                 "its memory writes would land in another copy of the stores. " + TOPOLOGY_OPTIONS,
             )
-
-
-class TopologyActivities:
-    """Holds the worker's :class:`Topology` for ``lw.topology.pin`` (the agents read
-    their pin with their other worker settings, ``lw.settings``)."""
-
-    def __init__(self, config: LwConfig) -> None:
-        self.config = config
-
-    @activity.defn(name=PIN_ACTIVITY)
-    async def pin(self, request: PinRequest) -> HostPin:
-        """Run as a local activity by a top-level run's first workflow task (a run
-        without ``lw.settings``, such as a dream): its tree lives on this host."""
-        return self.config.topology.pin_here()

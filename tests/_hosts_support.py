@@ -103,7 +103,6 @@ class Host:
         return HostPin(
             task_queue=self.queue,
             host=self.name,
-            memory_id=self.plugin.config.topology.memory_id(),
             host_timeout_seconds=host_timeout,
         )
 

@@ -15,6 +15,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import DataLayout, LittleWorkflowPlugin
+from lw_temporal._ids import parse_workflow_id
 from lw_temporal._workflows import AgentInput, AgentResult
 from workflows.pipeline import DEFINITIONS
 
@@ -53,8 +54,10 @@ async def test_two_hosts_keep_each_pipeline_on_one_host(
         # The first two start while only host b polls: they are pinned to b, and stay
         # there once host a joins and runs some of their workflow tasks.
         results = [await start(p) for p in pipelines[:2]]
-        marker = roots["b"] / "runs/{}/.lw-run.json"
-        await wait_for(lambda: all(Path(str(marker).format(p)).exists() for p in pipelines[:2]))
+        on_b = DataLayout.split(memory, roots["b"])
+        await wait_for(
+            lambda: all(on_b.run_marker(parse_workflow_id(p)).exists() for p in pipelines[:2])
+        )
         workers.append(await start_worker(dev_env, task_queue, *flags("a"), model=SAMPLE))
         pids["a"] = workers[1].pid
         results += [await start(p) for p in pipelines[2:]]
@@ -77,12 +80,12 @@ async def test_two_hosts_keep_each_pipeline_on_one_host(
         for run in PIPELINE_RUNS:
             folder = runs / pipeline / run
             assert (folder / "scratch").is_dir(), folder
-            assert json.loads((folder / ".lw-run.json").read_text())["host"] == host
-        assert_pipeline_whole(runs, pipeline)
-        for run in PIPELINE_RUNS:
             workflow_id = pipeline if run == "." else f"{pipeline}/{run}"
+            marker = layouts[host].run_marker(parse_workflow_id(workflow_id))
+            assert json.loads(marker.read_text())["host"] == host
             ran_by = await _activity_workers(client, workflow_id)
             assert ran_by and ran_by <= {pids[host]}, (workflow_id, ran_by, pids)
+        assert_pipeline_whole(runs, pipeline)
     assert placed[pipelines[0]] == placed[pipelines[1]] == "b"
 
     # One memory for both hosts, bound to both runs roots.

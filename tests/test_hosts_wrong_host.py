@@ -11,6 +11,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import DataLayout
+from lw_temporal._ids import parse_workflow_id
 
 from ._hosts_support import (
     Forcing,
@@ -48,7 +49,8 @@ async def test_a_step_on_the_wrong_host_fails_with_the_topology_message(
     layout_b = DataLayout.split(memory, tmp_path / "runs-b")
     planner = layout_a.runs / planner_id(task_queue)
     assert (planner / "scratch/plan.md").read_text() == "the plan\n"
-    assert json.loads((planner / ".lw-run.json").read_text())["host"] == "a"
+    marker = layout_a.run_marker(parse_workflow_id(planner_id(task_queue)))
+    assert json.loads(marker.read_text())["host"] == "a"
     assert not (layout_b.runs / planner_id(task_queue)).exists()
 
     # Non-retryable: the step's command was attempted once.

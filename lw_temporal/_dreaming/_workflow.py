@@ -10,7 +10,6 @@ from temporalio.common import RetryPolicy
 
 from .._errors import INVALID_REQUEST, INVALID_WORKFLOW_ID, NON_RETRYABLE, lw_error
 from .._ids import DREAMING_WORKFLOW, InvalidWorkflowId, parse_workflow_id_for_type
-from .._topology import pin_run, placement
 from ._models import (
     DREAM_CONSOLIDATE,
     DREAM_EXTRACT,
@@ -77,8 +76,6 @@ class DreamingWorkflow:
         cursor = last.cursor if last is not None else None
         if cursor is None and options.since is not None:
             cursor = Cursor(close_time=options.since)
-        # Its batches go through its own scratch: every activity on the same host.
-        on_host = placement(await pin_run(run_id, None))
 
         found = await workflow.execute_activity(
             DREAM_FIND_RUNS,
@@ -92,7 +89,6 @@ class DreamingWorkflow:
             start_to_close_timeout=timedelta(minutes=10),
             heartbeat_timeout=timedelta(minutes=2),
             retry_policy=_ACTIVITY_RETRY,
-            **on_host,
         )
         if found.runs == 0:
             self._status = DreamStatus.NOTHING_NEW
@@ -105,7 +101,6 @@ class DreamingWorkflow:
                 start_to_close_timeout=timedelta(minutes=30),
                 heartbeat_timeout=timedelta(minutes=2),
                 retry_policy=_ACTIVITY_RETRY,
-                **on_host,
             )
         self._status = DreamStatus.CONSOLIDATING
         consolidated = await workflow.execute_activity(
@@ -115,7 +110,6 @@ class DreamingWorkflow:
             start_to_close_timeout=timedelta(minutes=30),
             heartbeat_timeout=timedelta(minutes=2),
             retry_policy=_ACTIVITY_RETRY,
-            **on_host,
         )
         self._runs = consolidated.runs
         self._notes = consolidated.notes
@@ -143,7 +137,6 @@ class DreamingWorkflow:
             result_type=PromotionOutcome,
             start_to_close_timeout=timedelta(minutes=5),
             retry_policy=_ACTIVITY_RETRY,
-            **on_host,
         )
         self._status = DreamStatus.APPROVED
         # Let the approve update hand the outcome to the approver before closing.
