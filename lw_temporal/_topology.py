@@ -264,11 +264,12 @@ class Topology:
     def check_placement(self, workflow_id: str, run_id: RunId) -> None:
         """Fail unless this worker's disk holds the run's scratch.
 
-        Its marker beside the scratch says it is held here. Without one (the run's
-        first activity on this disk), the tree's entry on the shared memory root says
-        which runs root its top-level run was first marked on: another one means the
-        run (or, for a run with ancestors, the scratch it reads from them) is on
-        another host, and running here would see an empty scratch."""
+        Its marker says it is held here. Without one (the run's first activity on this
+        disk), the tree's entry on the shared memory root says which runs root its
+        top-level run was first marked on: another one means the run (or, for a run
+        with ancestors, the scratch it reads from them) is on another host, and
+        running here would see an empty scratch. A run whose tree has no entry (its
+        top-level run never ran an lw activity with this memory root) is let be."""
         layout = self.layout
         marker = layout.run_marker(run_id)
         try:
@@ -279,13 +280,18 @@ class Topology:
             top = run_id
             while top.parent is not None:
                 top = top.parent
-            here = {
-                "host": self.host,
-                "runs_id": self.runs_id(),
-                "runs_root": str(layout.local_root),
-                "memory_id": self.memory_id(),
-            }
             entry = layout.tree_entry(top)
+            if top != run_id and not entry.exists():
+                return  # a tree no worker of this memory root started: nothing to check
+            try:
+                here = {
+                    "host": self.host,
+                    "runs_id": self.runs_id(),
+                    "runs_root": str(layout.local_root),
+                    "memory_id": self.memory_id(),
+                }
+            except TopologyMismatch as err:
+                raise lw_error(WRONG_TOPOLOGY, f"workflow {workflow_id!r}: {err}") from None
             if top == run_id:
                 _publish(entry, json.dumps(here, sort_keys=True).encode())
             held = _marker_of(entry)
