@@ -61,7 +61,6 @@ from ._errors import (
     HIERARCHY_VIOLATION,
     INVALID_WORKFLOW_ID,
     MODEL_OUTPUT_LIMIT,
-    NON_RETRYABLE,
     TURN_LIMIT,
     lw_error,
 )
@@ -98,11 +97,12 @@ MEMO_DEFINITION = "lw.definition"
 ROLE_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_ROLE)
 DEFINITION_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_DEFINITION)
 
+# Every lw failure kind that no retry can fix marks itself non-retryable (lw_error), so
+# the policy lists none: the list would repeat ~500 bytes on every scheduled activity.
 _RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=5,
-    non_retryable_error_types=list(NON_RETRYABLE),
 )
 
 

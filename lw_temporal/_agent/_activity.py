@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import re
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -32,7 +32,7 @@ from ._conversation import (
     tokens,
 )
 from ._io import WorkerSettings
-from ._protocol import Exchange, Model, ModelRequest, ModelResponse, ToolResult, Usage
+from ._protocol import Exchange, Model, ModelRequest, ModelResponse, ToolResult, Usage, Wire
 from ._tools import tools_for
 
 MODEL_ACTIVITY = "lw.model"
@@ -60,7 +60,7 @@ _HEARTBEAT_SECONDS = 5.0
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
 
 
-class ModelTurn(BaseModel):
+class ModelTurn(Wire):
     """What workflow code sends ``lw.model``: what is new this turn, never scope."""
 
     #: The conversation's key: the run chain's first run id (stable across

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from .._ids import Role
 
@@ -20,7 +20,26 @@ from .._ids import Role
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
 
 
-class ToolCall(BaseModel):
+class Wire(BaseModel):
+    """A model that leaves fields at their default out of its JSON: each turn's reply
+    and results travel through the workflow history, where every field name repeated
+    with a null or a zero costs bytes on every turn."""
+
+    @model_serializer(mode="wrap")
+    def _without_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name, field in type(self).model_fields.items():
+                if (
+                    name in data
+                    and not field.is_required()
+                    and getattr(self, name) == field.get_default(call_default_factory=True)
+                ):
+                    del data[name]
+        return data
+
+
+class ToolCall(Wire):
     """One action the model asks for; ``id`` binds its result (adapters keep the
     provider's id, the activity numbers calls that come without one)."""
 
@@ -34,7 +53,7 @@ class ToolCall(BaseModel):
     invalid_arguments: str | None = None
 
 
-class ToolResult(BaseModel):
+class ToolResult(Wire):
     """The answer to one tool call, as the model reads it.
 
     ``text`` is the result rendered by the tool's record in the registry (bounded by the
@@ -55,7 +74,7 @@ class ToolResult(BaseModel):
         return not self.is_error
 
 
-class Usage(BaseModel):
+class Usage(Wire):
     """Tokens a run spent: per turn in each reply, summed per run and per tree."""
 
     model_config = ConfigDict(extra="forbid")
@@ -84,7 +103,7 @@ class Usage(BaseModel):
         )
 
 
-class ModelResponse(BaseModel):
+class ModelResponse(Wire):
     """A model's answer: optional text, the tool calls to run in order, why it
     stopped, and what it cost."""
 
@@ -94,7 +113,7 @@ class ModelResponse(BaseModel):
     usage: Usage = Field(default_factory=Usage)
 
 
-class Exchange(BaseModel):
+class Exchange(Wire):
     """One turn: the model's reply and the results answering its tool calls."""
 
     turn: int
