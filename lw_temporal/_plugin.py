@@ -27,6 +27,7 @@ from ._agent import (
     ModelActivities,
     prefers_local_activity,
 )
+from ._agent._recorder import ResultRecorder
 from ._bash import BashActivities
 from ._config import LwConfig
 from ._definitions import MemoryQuota, WorkflowDefinition
@@ -194,9 +195,10 @@ class LittleWorkflowPlugin(SimplePlugin):
             activities=list(activities),
             workflows=list(workflows),
             workflow_runner=_passthrough,
-            interceptors=telemetry_interceptors(
-                tracing, trace_commands=trace_commands, model=model
-            ),
+            interceptors=[
+                ResultRecorder(self.model_activities.conversations.root),
+                *telemetry_interceptors(tracing, trace_commands=trace_commands, model=model),
+            ],
         )
 
     @property

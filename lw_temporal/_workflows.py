@@ -55,7 +55,8 @@ from ._agent import (
     tool_for,
     tools_for,
 )
-from ._agent._tools import TASK_CAP, FinishArgs, PlanWorkflowArgs
+from ._agent._recorder import digest, tool_activity_id
+from ._agent._tools import RESULT_CAP, TASK_CAP, FinishArgs, PlanWorkflowArgs, clip
 from ._errors import (
     CONVERSATION_MISSING,
     HIERARCHY_VIOLATION,
@@ -81,9 +82,6 @@ from ._topology import placement, placement_failure
 
 __all__ = ["PROGRESS_QUERY", "WORKFLOWS", "AgentInput", "AgentResult", "Progress"]
 
-#: UTF-8 bytes of one rendered tool result: a safety net only, each tool bounds its own
-#: output (lw.bash caps each stream and saves the rest behind ``stdout_ref``).
-RESULT_CAP = 256 * 1024
 #: UTF-8 bytes of the newest exchanges a continue-as-new carries, so a rebuild of the
 #: worker-side conversation after it still has the recent turns.
 CARRIED_BYTES = 256 * 1024
@@ -104,17 +102,6 @@ _RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=5,
 )
-
-
-def clip(text: str, limit: int) -> str:
-    """Keep the head and tail of ``text`` within ``limit`` UTF-8 bytes, saying what was cut."""
-    data = text.encode("utf-8", "surrogateescape")
-    if len(data) <= limit:
-        return text
-    marker = f"\n...[{len(data)} bytes, middle cut]...\n".encode()
-    keep = max(limit - len(marker), 0)
-    head, tail = data[: keep * 2 // 3], data[len(data) - keep // 3 :] if keep // 3 else b""
-    return (head + marker + tail).decode("utf-8", "ignore")
 
 
 def _failure_text(err: BaseException) -> str:
@@ -168,6 +155,9 @@ class _Agent:
         #: This run's conversation as workflow code knows it (rebuilt on replay from
         #: activity results, so it costs the history nothing).
         self._exchanges: list[Exchange] = []
+        #: Digests of this run's tool results, by call id (their text is recorded on
+        #: the worker that ran the tool).
+        self._digests: dict[str, str] = {}
         self._conversation = ""
 
     # -- identity -----------------------------------------------------------------
@@ -330,6 +320,7 @@ class _Agent:
         heartbeat: timedelta | None = None,
         local: bool = False,
         summary: str | None = None,
+        activity_id: str | None = None,
     ) -> Any:
         args = [] if argument is None else [argument]
         if local:
@@ -352,6 +343,7 @@ class _Agent:
                 heartbeat_timeout=heartbeat,
                 retry_policy=_RETRY,
                 summary=summary,
+                activity_id=activity_id,
                 **placement(pin),
             )
         except ActivityError as err:
@@ -376,12 +368,19 @@ class _Agent:
         self._status = "thinking"
         self._running = ["model"]
         state = self._state
+        results = self._exchanges[-1].results if self._exchanges else []
+        # Results recorded worker-side as they were produced travel as digests only.
+        digests = {
+            r.call_id: self._digests[r.call_id] for r in results if r.call_id in self._digests
+        }
         turn = ModelTurn(
             conversation=self._conversation,
             turn=state.turn,
             task=task if state.turn == 0 else "",
-            results=self._exchanges[-1].results if self._exchanges else [],
-        )
+            results=[r.model_copy(update={"text": ""}) if r.call_id in digests else r
+                     for r in results],
+            digests=digests,
+        )  # fmt: skip
         try:
             return await self._model_activity(turn)
         except (ActivityError, ApplicationError) as err:
@@ -391,7 +390,9 @@ class _Agent:
         # The worker-side conversation is gone (another data dir, a cleaned .lw):
         # resend what this run holds, once.
         return await self._model_activity(
-            turn.model_copy(update={"task": task, "rebuild": self._exchanges})
+            turn.model_copy(
+                update={"task": task, "results": results, "digests": {}, "rebuild": self._exchanges}
+            )
         )
 
     async def _model_activity(self, turn: ModelTurn) -> ModelResponse:
@@ -447,7 +448,7 @@ class _Agent:
                 continue
             self._status = "running tools"
             self._running = [call.name]
-            self._record(exchange, await self._tool(call, spec, exchange.turn))
+            self._record(exchange, await self._tool(call, spec, exchange.turn, index))
             index += 1
         self._running = []
         return None
@@ -474,7 +475,9 @@ class _Agent:
             return f"{call.name}: arguments are not a JSON object: {call.invalid_arguments}"
         return None
 
-    async def _tool(self, call: ToolCall, spec: Tool[Any, Any] | None, turn: int) -> ToolResult:
+    async def _tool(
+        self, call: ToolCall, spec: Tool[Any, Any] | None, turn: int, index: int
+    ) -> ToolResult:
         refusal = self._refusal(call, spec)
         if refusal is not None or spec is None or spec.activity is None:
             return self._result(call, turn, refusal or f"{call.name}: not a tool", error=True)
@@ -492,13 +495,16 @@ class _Agent:
                 start_to_close=spec.timeout(request),
                 heartbeat=spec.heartbeat,
                 summary=tool_summary(call.name, call.arguments),
+                activity_id=tool_activity_id(turn, index),
             )
         except ActivityError as err:
             if is_cancelled_exception(err):
                 raise
             return self._result(call, turn, _failure_text(err), error=True)
         rendered = spec.rendered(result)
-        return self._result(call, turn, rendered.text, error=rendered.is_error, ref=rendered.ref)
+        answer = self._result(call, turn, rendered.text, error=rendered.is_error, ref=rendered.ref)
+        self._digests[call.id] = digest(answer.text)
+        return answer
 
     def _start_children(
         self, calls: Sequence[ToolCall], turn: int

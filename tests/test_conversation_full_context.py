@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor, Worker
 
 from lw_temporal import DataLayout, LittleWorkflowPlugin, Role, RunId, WorkflowDefinition
 from lw_temporal._agent import ModelRequest, ScriptedModel, ToolCall, tool
@@ -114,3 +115,44 @@ async def test_over_budget_the_oldest_results_are_cleared_and_saved(
     assert results[-1].turn == TURNS - 1 and results[-1] in kept
     counts = [r.cleared_results for r in seen]
     assert counts == sorted(counts)
+
+
+class _LoseRecords(Interceptor):
+    """Deletes each tool result the worker recorded, as a worker on another data dir
+    would never have it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        root = self.root
+
+        class Inbound(ActivityInboundInterceptor):
+            async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+                result = await self.next.execute_activity(input)
+                for record in root.rglob("results/*/*.txt"):
+                    record.unlink()
+                return result
+
+        return Inbound(next)
+
+
+async def test_results_not_recorded_on_the_worker_are_resent_in_full(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    seen: list[ModelRequest] = []
+    run = RunId.planner("long", task_queue)
+    plugin = LittleWorkflowPlugin(data_dir, [LONG], model=_model(data_dir, seen))
+    client = plugin_client(dev_env, plugin)
+    lose = _LoseRecords(DataLayout.at(data_dir).state / "conversations")
+    async with Worker(client, task_queue=task_queue, interceptors=[lose]):
+        await client.execute_workflow(
+            "lw.Planner", "print a lot", id=str(run), task_queue=task_queue
+        )
+        history = await client.get_workflow_handle(str(run)).fetch_history()
+    # Every turn after the first asked for its results again (a failed model attempt).
+    asked = [e for e in history.events if "LwConversationMissing" in str(e)]
+    assert len(asked) == TURNS, len(asked)
+    results = seen[-1].tool_results()
+    assert [r.turn for r in results] == list(range(TURNS))
+    assert all(_expected(r.turn) in r.text for r in results)

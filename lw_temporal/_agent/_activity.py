@@ -33,6 +33,7 @@ from ._conversation import (
 )
 from ._io import WorkerSettings
 from ._protocol import Exchange, Model, ModelRequest, ModelResponse, ToolResult, Usage, Wire
+from ._recorder import recorded, tool_activity_id
 from ._tools import tools_for
 
 MODEL_ACTIVITY = "lw.model"
@@ -71,6 +72,9 @@ class ModelTurn(Wire):
     task: str = ""
     #: The results answering the previous turn's tool calls.
     results: list[ToolResult] = Field(default_factory=list)
+    #: Results sent without their text, by call id: the digest of the text recorded on
+    #: the worker that ran the tool (``_recorder``).
+    digests: dict[str, str] = Field(default_factory=dict)
     #: Sent only after the activity reported its conversation files missing.
     rebuild: list[Exchange] | None = None
 
@@ -183,6 +187,8 @@ class ModelActivities:
                 type=CONVERSATION_MISSING,
                 non_retryable=True,
             ) from None
+        if turn.digests:
+            turn = turn.model_copy(update={"results": self._recorded(scope, turn, records)})
         request = self.request_for(scope, turn, records)
         if tokens(len(request.model_dump_json().encode())) > self.context_budget_tokens * 2:
             raise lw_error(
@@ -200,6 +206,33 @@ class ModelActivities:
             reply=reply,
         )
         return self.conversations.put(folder, record).reply
+
+    def _recorded(
+        self, scope: Scope, turn: ModelTurn, records: list[TurnRecord]
+    ) -> list[ToolResult]:
+        """The turn's results with the texts recorded when their tools ran."""
+        calls = records[-1].reply.tool_calls if records else []
+        index = {call.id: i for i, call in enumerate(calls)}
+        run = activity.info().workflow_run_id or ""
+        filled = []
+        for result in turn.results:
+            sha = turn.digests.get(result.call_id)
+            if sha is None:
+                filled.append(result)
+                continue
+            text = None
+            if result.call_id in index:
+                activity_id = tool_activity_id(records[-1].turn, index[result.call_id])
+                text = recorded(self.conversations.root, scope.workflow_id, run, activity_id, sha)
+            if text is None:
+                raise ApplicationError(
+                    f"workflow {scope.workflow_id!r}: the result of call {result.call_id} "
+                    f"(turn {turn.turn}) is not recorded on this worker; the workflow resends it",
+                    type=CONVERSATION_MISSING,
+                    non_retryable=True,
+                )
+            filled.append(result.model_copy(update={"text": text}))
+        return filled
 
     async def _ask(self, request: ModelRequest) -> ModelResponse:
         heartbeat = asyncio.create_task(_heartbeat_forever())

@@ -47,6 +47,20 @@ MEMORY_LIST_LIMIT = 200
 BASH_DEFAULT_TIMEOUT = 600.0
 #: UTF-8 bytes of a run's task, of a child's task and of a finish summary.
 TASK_CAP = 16 * 1024
+#: UTF-8 bytes of one rendered tool result: a safety net only, each tool bounds its own
+#: output (lw.bash caps each stream and saves the rest behind ``stdout_ref``).
+RESULT_CAP = 256 * 1024
+
+
+def clip(text: str, limit: int) -> str:
+    """Keep the head and tail of ``text`` within ``limit`` UTF-8 bytes, saying what was cut."""
+    data = text.encode("utf-8", "surrogateescape")
+    if len(data) <= limit:
+        return text
+    marker = f"\n...[{len(data)} bytes, middle cut]...\n".encode()
+    keep = max(limit - len(marker), 0)
+    head, tail = data[: keep * 2 // 3], data[len(data) - keep // 3 :] if keep // 3 else b""
+    return (head + marker + tail).decode("utf-8", "ignore")
 
 
 class ToolKind(StrEnum):
@@ -92,8 +106,10 @@ class Tool(Generic[Req, Res]):
         return self.request.model_validate({**self.defaults, **given})
 
     def rendered(self, result: Res) -> Rendered:
+        """The result as the model reads it (bounded by RESULT_CAP)."""
         assert self.render is not None
-        return self.render(result)
+        shown = self.render(result)
+        return Rendered(clip(shown.text, RESULT_CAP), shown.is_error, shown.ref)
 
 
 class _Args(BaseModel):
@@ -408,6 +424,10 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
 )
 
 REGISTRY: dict[str, Tool[Any, Any]] = {t.name: t for t in TOOLS}
+
+
+#: Tool by the activity that runs it.
+BY_ACTIVITY: dict[str, Tool[Any, Any]] = {t.activity: t for t in TOOLS if t.activity}
 
 
 def tools_for(role: Role) -> tuple[Tool[Any, Any], ...]:
