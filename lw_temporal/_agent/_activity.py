@@ -101,7 +101,7 @@ class ModelActivities:
         self.orchestrator_instructions = orchestrator_instructions
         self.orchestrator_max_turns = orchestrator_max_turns
         self.context_budget_tokens = context_budget_tokens
-        self.conversations = ConversationStore(config.layout.state / "conversations")
+        self.conversations = ConversationStore(config.layout.local_state / "conversations")
 
     @property
     def callables(self) -> tuple[object, ...]:
