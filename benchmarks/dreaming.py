@@ -6,7 +6,9 @@ each dream reads exactly its N) on an embedded Temporal dev server, then times o
 fetching and extracting every history (and its step's), and consolidating. The
 50-run dream is the baseline; a linear cost shows as a per-run time that stays flat
 and a time ratio close to the run ratio. The default consolidator alone is also timed
-over the same extracted records.
+over the same extracted records. Then each target gets 10 more runs and a second dream:
+its cursor makes it read only the new runs, so its time stays flat (ratio ~1.0)
+whatever the number of runs before.
 
 Run: ``python benchmarks/dreaming.py [--sizes 50,200,500] [--batch-size 50]``
 """
@@ -51,6 +53,8 @@ TASK_QUEUE = "bench-dreaming"
 #: The recorded runs' stand-in workflows run unsandboxed on their own queue: recording
 #: is set-up, not what is measured, and must not crowd the 2-core box for minutes.
 RUNS_QUEUE = "bench-dreaming-runs"
+#: Runs recorded after the first dream of each size; the second dream reads only these.
+NEW = 10
 
 
 class Bash(BaseModel):
@@ -121,7 +125,7 @@ class BenchPlanner:
         )
 
 
-async def record_runs(client: Client, definition: str, count: int) -> None:
+async def record_runs(client: Client, definition: str, count: int, first: int = 0) -> None:
     async def one(seed: int) -> None:
         await client.execute_workflow(
             "lw.Planner",
@@ -130,8 +134,8 @@ async def record_runs(client: Client, definition: str, count: int) -> None:
             task_queue=RUNS_QUEUE,
         )
 
-    for start in range(0, count, 25):
-        await asyncio.gather(*(one(s) for s in range(start, min(count, start + 25))))
+    for start in range(first, first + count, 25):
+        await asyncio.gather(*(one(s) for s in range(start, min(first + count, start + 25))))
 
 
 async def wait_listed(client: Client, definition: str, count: int) -> None:
@@ -218,6 +222,15 @@ async def main(sizes: Sequence[int], batch_size: int) -> None:
                     dream_id, elapsed, runs = await dream(client, definition, batch_size)
                     assert runs == n, f"dream of {definition} read {runs} runs, not {n}"
                     rows.append((n, elapsed, consolidate_only(layout, dream_id, definition), runs))
+                # The next dream of each target, after NEW more runs: its cursor makes it
+                # read only those, however many runs came before.
+                incremental: list[float] = []
+                for n, definition in definitions.items():
+                    await record_runs(client, definition, NEW, first=n)
+                    await wait_listed(client, definition, n + NEW)
+                    _, elapsed, runs = await dream(client, definition, batch_size)
+                    assert runs == NEW, f"the next dream of {definition} read {runs} runs"
+                    incremental.append(elapsed)
     finally:
         await env.shutdown()
 
@@ -233,6 +246,10 @@ async def main(sizes: Sequence[int], batch_size: int) -> None:
             f" {n / base_n:>10.1f} {1000 * consolidation:>15.2f}"
             f" {consolidation / base_c:>7.2f}"
         )
+    print()
+    print(f"{'runs before':>12} {'next dream s':>13} {'ratio':>7}   (each reads {NEW} new runs)")
+    for (n, *_), elapsed in zip(rows, incremental, strict=True):
+        print(f"{n:>12} {elapsed:>13.2f} {elapsed / incremental[0]:>7.2f}")
     n_last, t_last, _, _ = rows[-1]
     print()
     print(

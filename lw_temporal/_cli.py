@@ -24,6 +24,8 @@ Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ._cli_dream import add_dream
+
     parser = argparse.ArgumentParser(
         prog="lw-temporal",
         description="Durable, sandboxed working memory for AI agents on Temporal.",
@@ -31,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_demo(sub)
     _add_worker(sub)
-    _add_dream(sub)
+    add_dream(sub)
     _add_gc(sub)
     add_memory_commands(sub)
     add_live_commands(sub)
@@ -270,125 +272,6 @@ def _then_exit(handler: Handler) -> Handler:
         os._exit(code)
 
     return run
-
-
-def _add_dream(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    dream = sub.add_parser("dream", help="schedule, list and review dreaming (lw.Dreaming)")
-    verbs = dream.add_subparsers(dest="dream_command", required=True)
-
-    schedule = verbs.add_parser(
-        "schedule", help="create a Temporal Schedule that dreams of a definition"
-    )
-    schedule.add_argument("definition", help="the workflow definition id to consolidate")
-    schedule.add_argument("--every", required=True, type=parse_duration, help="e.g. 6h, 1d")
-    schedule.add_argument("--task-queue", default="lw")
-    schedule.add_argument(
-        "--approval-timeout",
-        type=parse_duration,
-        default=timedelta(days=7),
-        help="how long a dream waits for approve/reject (default 7d)",
-    )
-    schedule.add_argument("--max-runs", type=int, default=500)
-    schedule.add_argument("--batch-size", type=int, default=50)
-    schedule.add_argument("--schedule-id", default=None)
-    schedule.add_argument("--now", action="store_true", help="also start one dream immediately")
-    _add_connection(schedule)
-
-    async def do_schedule(args: argparse.Namespace) -> int:
-        from ._dreaming import DreamOptions, schedule_dreaming
-
-        try:
-            options = DreamOptions(
-                max_runs=args.max_runs,
-                batch_size=args.batch_size,
-                approval_timeout=args.approval_timeout,
-            )
-            client = await _connect(args)
-            handle = await schedule_dreaming(
-                client,
-                args.definition,
-                every=args.every,
-                task_queue=args.task_queue,
-                options=options,
-                schedule_id=args.schedule_id,
-                trigger_immediately=args.now,
-            )
-        except Exception as err:
-            return _failed("dream schedule", err)
-        print(
-            f"schedule {handle.id}: lw.Dreaming of {args.definition} every {args.every} "
-            f"on task queue {args.task_queue!r} (overlap: skip)"
-        )
-        return 0
-
-    schedule.set_defaults(handler=_then_exit(do_schedule))
-
-    listing = verbs.add_parser("list", help="dreams waiting for review (or all with --all)")
-    listing.add_argument("--all", action="store_true", help="include finished dreams")
-    _add_connection(listing)
-
-    async def do_list(args: argparse.Namespace) -> int:
-        from ._dreaming import list_dreams
-
-        try:
-            client = await _connect(args)
-            dreams = await list_dreams(client, running_only=not args.all)
-        except Exception as err:
-            return _failed("dream list", err)
-        if not dreams:
-            print("no dreams" + ("" if args.all else " running"))
-        for state in dreams:
-            print(
-                f"{state.workflow_id}  {state.status.value}  target={state.target}  "
-                f"runs={state.runs}"
-            )
-            for note in state.notes:
-                print(
-                    f"    note memory/workflows/memory.dreaming/{note.path} -> "
-                    f"{state.target}/{note.target_path} ({note.bytes} bytes)"
-                )
-            if state.decision is not None:
-                print(f"    decided by {state.decision.who}: {state.decision.why}")
-        return 0
-
-    listing.set_defaults(handler=_then_exit(do_list))
-
-    for verb, help_text in (
-        ("approve", "promote a dream's notes into its target's memory"),
-        ("reject", "close a dream without touching its target"),
-    ):
-        decide = verbs.add_parser(verb, help=help_text)
-        decide.add_argument("workflow_id", help="the dream's workflow id (see dream list)")
-        decide.add_argument("--by", default=None, help="who decides (default: your user name)")
-        decide.add_argument("--why", default="", help="the reason, kept in the audit log")
-        _add_connection(decide)
-        decide.set_defaults(handler=_then_exit(_decide_handler(verb)))
-
-
-def _decide_handler(verb: str) -> Handler:
-    async def handler(args: argparse.Namespace) -> int:
-        from ._dreaming import approve_dream, reject_dream
-        from ._retention import default_actor
-
-        who = args.by or default_actor().removeprefix("cli:")
-        try:
-            client = await _connect(args)
-            if verb == "approve":
-                outcome = await approve_dream(client, args.workflow_id, who, args.why)
-            else:
-                status = await reject_dream(client, args.workflow_id, who, args.why)
-        except Exception as err:
-            return _failed(f"dream {verb}", err)
-        if verb == "reject":
-            print(f"{args.workflow_id}: {status.value} by {who}; the target is unchanged")
-            return 0
-        for path in outcome.promoted:
-            print(f"promoted {path} (approved by {who})")
-        for conflict in outcome.conflicts:
-            print(f"conflict: {conflict}", file=sys.stderr)
-        return 1 if outcome.conflicts else 0
-
-    return handler
 
 
 def _add_gc(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

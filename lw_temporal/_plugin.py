@@ -31,7 +31,7 @@ from ._agent._recorder import ResultRecorder
 from ._bash import BashActivities
 from ._config import LwConfig
 from ._definitions import MemoryQuota, WorkflowDefinition
-from ._dreaming import Consolidator, DreamingActivities, DreamingWorkflow
+from ._dreaming import Consolidator, DreamingActivities, DreamingSettings, DreamingWorkflow
 from ._memory import MemoryActivities, MemoryStores
 from ._memory._capture import bash_committer
 from ._retention import RetentionActivities, ScratchRetentionWorkflow
@@ -97,8 +97,11 @@ class LittleWorkflowPlugin(SimplePlugin):
         bash_output_cap: bytes of each output stream returned in an ``lw.bash`` result;
             longer output is saved under the agent's own scratch and referenced.
         bash_limits: rlimits, /tmp size and process limit of each command.
-        dreaming_consolidator: turns the runs a dream reads into notes; defaults to
-            ``DefaultConsolidator`` (deterministic lessons, failures, commands).
+        dreaming_consolidator: writes a dream's notes when the worker has no model;
+            defaults to ``DefaultConsolidator`` (deterministic lessons, failures,
+            commands). With a model the dreaming agent writes them.
+        dreaming: the dreaming agent's instructions (for all targets or per target)
+            and turn budget.
         tracing: ``True`` (export by the standard ``OTEL_*`` environment variables) or
             a ``TracerProvider``: adds Temporal's OpenTelemetry interceptor (one trace
             from the client's start through every child) and lw spans for each agent
@@ -135,6 +138,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         bash_output_cap: int = 64 * 1024,
         bash_limits: Limits | None = None,
         dreaming_consolidator: Consolidator | None = None,
+        dreaming: DreamingSettings | None = None,
         tracing: bool | TracerProvider = False,
         trace_commands: bool = False,
         memory_root: str | Path | None = None,
@@ -179,10 +183,16 @@ class LittleWorkflowPlugin(SimplePlugin):
             orchestrator_instructions=orchestrator_instructions,
             orchestrator_max_turns=orchestrator_max_turns,
             context_budget_tokens=context_budget_tokens,
+            dreaming_instructions=(dreaming or DreamingSettings()).instructions_for,
+            dreaming_max_turns=(dreaming or DreamingSettings()).max_turns,
         )
         activities += [self.model_activities.run_turn, self.model_activities.settings]
         self.dreaming_activities = DreamingActivities(
-            self.config, dreaming_consolidator, stores=self.memory
+            self.config,
+            dreaming_consolidator,
+            stores=self.memory,
+            agent=model is not None,
+            index_search_attributes=search_attributes_registered,
         )
         activities += self.dreaming_activities.callables()
         self.retention_activities = RetentionActivities(self.config)

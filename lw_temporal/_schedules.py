@@ -1,5 +1,5 @@
-"""The one shape of Schedule the library creates: start a workflow every interval,
-skipping a start while the previous one still runs."""
+"""The one shape of Schedule the library creates: start a workflow every interval
+(by default skipping a start while the previous one still runs)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ async def create_interval_schedule(
     task_queue: str,
     every: timedelta,
     trigger_immediately: bool = False,
+    overlap: ScheduleOverlapPolicy = ScheduleOverlapPolicy.SKIP,
 ) -> ScheduleHandle:
     """Create the Schedule ``schedule_id``; Temporal appends the start time to
     ``workflow_id`` for each workflow it starts."""
@@ -37,7 +38,7 @@ async def create_interval_schedule(
                 workflow, arg, id=workflow_id, task_queue=task_queue
             ),
             spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
-            policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
+            policy=SchedulePolicy(overlap=overlap),
         ),
         trigger_immediately=trigger_immediately,
     )

@@ -18,6 +18,7 @@ from ._ids import (
     DataLayout,
     Role,
     RunId,
+    check_definition_id,
     parse_workflow_id_for_type,
 )
 
@@ -34,6 +35,8 @@ class StoreKind(StrEnum):
     WORKFLOW = "workflow"
     PIPELINE = "pipeline"
     ORG = "org"
+    #: Dreaming's own notes about one target (key: the target's definition id).
+    DREAMING = "dreaming"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +51,8 @@ class StoreRef:
             return layout.workflow_memory(self.key)
         if self.kind is StoreKind.PIPELINE:
             return layout.pipeline_memory(self.key)
+        if self.kind is StoreKind.DREAMING:
+            return layout.workflow_memory(DREAMING_DEFINITION_ID) / check_definition_id(self.key)
         return layout.org_memory
 
     def __str__(self) -> str:
@@ -279,10 +284,12 @@ def derive_scope(
         mounts.append(
             _memory_mount(
                 "workflow",
-                StoreRef(StoreKind.WORKFLOW, DREAMING_DEFINITION_ID),
+                StoreRef(StoreKind.DREAMING, target.id),
                 layout,
                 Mode.RW,
-                "dreaming's own notes (consolidated lessons awaiting review).",
+                f"your consolidated notes for {target.id}: each file you write here is "
+                f"proposed, after human review, as the file of the same path in {target.id}'s "
+                "memory.",
             )
         )
         mounts.append(_org_mount(layout, Mode.RO))
@@ -295,7 +302,15 @@ def derive_scope(
                 f"the memory of {target.id}, the workflow being consolidated.",
             )
         )
-        mounts.append(_scratch(run_id, layout, "own", Mode.RW, "your working area."))
+        mounts.append(
+            _scratch(
+                run_id,
+                layout,
+                "own",
+                Mode.RW,
+                "your working area; runs/ holds one file per run to consolidate.",
+            )
+        )
     return Scope(
         workflow_id=str(run_id),
         run_id=run_id,

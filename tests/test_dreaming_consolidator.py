@@ -1,10 +1,12 @@
 """The default consolidator is deterministic, de-duplicates lessons, counts failures
-and successes in runs, and accumulates over the note already in the target's memory."""
+and successes in runs, and accumulates over the last approved dream's state, which it
+keeps out of the note."""
 
 from __future__ import annotations
 
 from lw_temporal._dreaming import (
     CommandRecord,
+    Consolidation,
     DefaultConsolidator,
     DreamContext,
     FailureRecord,
@@ -41,15 +43,20 @@ RUNS = [
 ]
 
 
-def consolidate(memory: dict[str, str] | None = None) -> str:
-    context = DreamContext(target="t", workflow_id="dream_t@1", memory=memory or {})
-    notes = DefaultConsolidator().consolidate(context, iter(RUNS))
-    assert [n.path for n in notes] == [NOTE]
-    return notes[0].content
+def consolidate_with(state: dict[str, object] | None = None) -> Consolidation:
+    context = DreamContext(target="t", workflow_id="dream_t@1", state=state or {})
+    result = DefaultConsolidator().consolidate(context, iter(RUNS))
+    assert [n.path for n in result.notes] == [NOTE]
+    return result
+
+
+def consolidate(state: dict[str, object] | None = None) -> str:
+    return consolidate_with(state).notes[0].content
 
 
 def body(note: str) -> str:
-    return note.split("<!--", 1)[0]
+    assert "<!--" not in note, "no bookkeeping in a note"
+    return note
 
 
 def test_counts_are_runs_and_lessons_are_deduplicated() -> None:
@@ -69,9 +76,9 @@ def test_output_is_deterministic() -> None:
     assert consolidate() == consolidate()
 
 
-def test_a_promoted_note_is_accumulated_not_repeated() -> None:
-    first = consolidate()
-    second = body(consolidate({NOTE: first}))
+def test_the_approved_state_is_accumulated_not_repeated() -> None:
+    first = consolidate_with()
+    second = body(consolidate(first.state))
     assert "Consolidated from 6 finished runs (3 new in dream_t@1)" in second
     assert "- Check inputs (4 runs)" in second
     assert "- 4 runs: `make lint` exited 2" in second
@@ -79,5 +86,19 @@ def test_a_promoted_note_is_accumulated_not_repeated() -> None:
 
 
 def test_a_damaged_state_is_ignored() -> None:
-    damaged = "# edited by hand\n<!-- lw-dreaming-state:{not json-->\n"
-    assert "Consolidated from 3 finished runs" in consolidate({NOTE: damaged})
+    damaged: dict[str, object] = {"runs": "many", "lessons": [["x"]], "failures": 3}
+    assert "Consolidated from 3 finished runs" in consolidate(damaged)
+
+
+def test_a_heredoc_shows_as_its_first_line() -> None:
+    heredoc = RunRecord(
+        workflow_id="run_t@9",
+        run_id="9",
+        status="COMPLETED",
+        close_time=None,
+        commands=(CommandRecord(command="cat > x.md <<'EOF'\nsecret body\nEOF", exit_code=0),),
+    )
+    context = DreamContext(target="t", workflow_id="dream_t@1")
+    note = DefaultConsolidator().consolidate(context, iter([heredoc])).notes[0].content
+    assert "`cat > x.md <<'EOF' …`" in note
+    assert "secret body" not in note

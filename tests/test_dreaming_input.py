@@ -14,7 +14,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal._dreaming import DreamInput, DreamOptions, DreamResult, DreamStatus
+from lw_temporal._dreaming._bookkeeping import DreamBooks
 from lw_temporal._errors import INVALID_REQUEST, UNKNOWN_DEFINITION
+from lw_temporal._ids import DataLayout
 
 from ._dreaming_support import dreaming_worker, start_dream, unique_definition
 
@@ -63,7 +65,8 @@ async def test_nothing_new_completes_without_waiting_and_keeps_the_cursor(
         result = await handle.result()
     assert isinstance(result, DreamResult)
     assert result.status is DreamStatus.NOTHING_NEW
-    assert result.runs == 0 and result.notes == ()
-    assert result.cursor is not None and result.cursor.close_time == since
+    assert result.runs == 0 and result.changes == ()
+    cursor = DreamBooks(DataLayout.at(data_dir), target).cursor()
+    assert cursor.close_time == since
     assert not (data_dir / "memory" / "workflows" / "memory.dreaming" / target).exists()
     assert DreamOptions().approval_timeout.days == 7

@@ -83,12 +83,13 @@ async def test_approval_promotes_the_notes_with_the_approver_audited(
         )
         note = own_note(data_dir, target).read_text()
         assert state.runs == 3
-        assert [n.target_path for n in state.notes] == [NOTE]
+        assert [c.path for c in state.changes] == [NOTE]
+        assert set(state.changes[0].sources) == set(ids), "the note came from the dream's runs"
         assert "- pin the parser version (2 runs)" in note, "lessons are de-duplicated"
         assert "- read the CV twice" in note
         assert "- 2 runs: `exit 3` exited 3" in note, "a recurring failure with its count"
-        shown = note.split("<!--", 1)[0]  # the tallies follow in a trailing comment
-        assert "model quota exhausted" not in shown, "a one-off failure is not recurring"
+        assert "<!--" not in note, "the tallies live in .lw/, not in the note"
+        assert "model quota exhausted" not in note, "a one-off failure is not recurring"
         assert "- 2 runs: `pytest -q`" in note, "commands that worked, the step's included"
 
         outcome = await approve_dream(client, handle.id, "alice", "looks right")
@@ -125,7 +126,6 @@ async def test_rejection_leaves_the_target_untouched(
 
     assert status is DreamStatus.REJECTED
     assert result.status is DreamStatus.REJECTED
-    assert result.cursor is not None, "rejected runs are consumed: the next dream skips them"
     assert tree(target_store(data_dir, target)) == before
     assert not any(e["store"] == f"workflow:{target}" for e in audit_entries(data_dir))
 
@@ -159,8 +159,11 @@ async def test_an_unreviewed_dream_times_out_and_keeps_its_runs_for_the_next(
         before = tree(target_store(data_dir, target))
         handle = await start_dream(client, task_queue, target, approval_timeout=1)
         result = await handle.result()
+        assert tree(target_store(data_dir, target)) == before
+        again = await start_dream(client, task_queue, target)
+        state = await wait_for_status(again, DreamStatus.AWAITING_APPROVAL)
+        await reject_dream(client, again.id, "bob", "seen enough")
 
     assert result.status is DreamStatus.TIMED_OUT
     assert result.runs == 1
-    assert result.cursor is None, "the cursor does not move past unreviewed runs"
-    assert tree(target_store(data_dir, target)) == before
+    assert state.runs == 1, "the unreviewed run went back to the next dream"

@@ -27,16 +27,17 @@ async def test_dream_histories_replay(
 ) -> None:
     target = unique_definition("replay")
     async with dreaming_worker(dev_env, data_dir, task_queue, [target]) as client:
-        ids = await run_planners(
-            client, task_queue, target, [Script(commands=["exit 1"], lessons=["a lesson"])]
-        )
-        await wait_visible(client, ids)
-        handles = [await start_dream(client, task_queue, target) for _ in range(2)]
-        for handle in handles:
-            await wait_for_status(handle, DreamStatus.AWAITING_APPROVAL)
+        handles = []
+        for n in range(3):  # each dream claims the one run that closed before it
+            script = Script(commands=[f"exit {n}"], lessons=[f"lesson {n}"])
+            await wait_visible(client, await run_planners(client, task_queue, target, [script]))
+            options = {"approval_timeout": 1} if n == 2 else {}
+            handles.append(await start_dream(client, task_queue, target, **options))
+            if n < 2:
+                await wait_for_status(handles[-1], DreamStatus.AWAITING_APPROVAL)
         await reject_dream(client, handles[0].id, "erin", "not now")
         await approve_dream(client, handles[1].id, "frank", "fine")
-        timed_out = await start_dream(client, task_queue, target, approval_timeout=1)
+        timed_out = handles.pop()
         results = [await h.result() for h in [*handles, timed_out]]
         histories = [await h.fetch_history() for h in [*handles, timed_out]]
 

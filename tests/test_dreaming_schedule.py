@@ -1,7 +1,8 @@
-"""After real sample-pipeline runs, a Schedule-started dream writes notes to its own
-store only; ``lw-temporal dream approve`` promotes them with the approver in the audit
-log; the next scheduled dream starts from the last one's cursor, and
-``lw-temporal dream reject`` leaves the target untouched."""
+"""After real sample-pipeline runs, a Schedule-started dream is the dreaming agent
+(the sample model's bash commands) writing notes to its own store only; ``lw-temporal
+dream show`` prints a unified diff, ``approve --only`` promotes part with the approver in
+the audit log; later dreams read only new runs, two proposals wait at once and are
+decided independently, and ``reject`` leaves the target untouched."""
 
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ from temporalio.worker import Worker
 from lw_temporal import LittleWorkflowPlugin, StoreKind, StoreRef
 from lw_temporal._demo import run_pipeline
 from lw_temporal._dreaming import (
-    DefaultConsolidator,
     DreamOptions,
     DreamResult,
     DreamStatus,
@@ -36,7 +36,6 @@ from ._dreaming_support import wait_for_status
 from .conftest import plugin_client
 
 TARGET = "candidate-review"
-NOTE = DefaultConsolidator.NOTE_PATH
 
 
 async def cli(env: WorkflowEnvironment, *args: str) -> tuple[int, str, str]:
@@ -92,14 +91,15 @@ def outside_own_store(layout: DataLayout) -> dict[str, bytes]:
     }
 
 
-async def test_scheduled_dream_then_cli_approve_and_reject(
+async def test_scheduled_dream_then_cli_show_approve_and_reject(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
 ) -> None:
     layout = DataLayout.at(data_dir)
     plugin = LittleWorkflowPlugin(data_dir, DEFINITIONS, model=sample_model())
     client = plugin_client(dev_env, plugin)
     target_root = layout.workflow_memory(TARGET)
-    own_root = layout.workflow_memory("memory.dreaming")
+    own = StoreRef(StoreKind.DREAMING, TARGET)
+    target = StoreRef(StoreKind.WORKFLOW, TARGET)
     schedule_id = f"lw-dream-test-{uuid.uuid4().hex[:8]}"
     quiet = lambda line: None  # noqa: E731
     seen: set[str] = set()
@@ -119,7 +119,7 @@ async def test_scheduled_dream_then_cli_approve_and_reject(
         )
         try:
             description = await schedule.describe()
-            assert description.schedule.policy.overlap is ScheduleOverlapPolicy.SKIP
+            assert description.schedule.policy.overlap is ScheduleOverlapPolicy.ALLOW_ALL
             assert isinstance(description.schedule.action, ScheduleActionStartWorkflow)
             assert description.schedule.action.workflow == "lw.Dreaming"
 
@@ -127,12 +127,16 @@ async def test_scheduled_dream_then_cli_approve_and_reject(
             assert first_id.startswith(f"dream_{TARGET}@scheduled-")
             first = client.get_workflow_handle(first_id, result_type=DreamResult)
             state = await wait_for_status(first, DreamStatus.AWAITING_APPROVAL)
-            assert state.runs >= 2
+            assert state.runs == 2 and state.agent, "the dreaming agent wrote the notes"
+            assert sorted(c.path for c in state.changes) == ["consolidated.md", "failures.md"]
             assert snapshot(target_root) == before, "the dream did not write the target"
             assert outside_own_store(layout) == others_before, "nor any other store"
-            note = (own_root / TARGET / NOTE).read_text()
-            assert "## Lessons" in note and "## Commands that worked" in note
-            assert "Consolidated from" in note
+            writers = {(e.workflow_id, e.activity_type) for e in plugin.memory.audit(own)}
+            assert writers == {(first_id, "lw.bash")}, "its own commands wrote its notes"
+            note = plugin.memory.read(own, "consolidated.md").content
+            assert "Lessons consolidated from 2 runs" in note
+            for run in state.changes[0].sources:
+                assert run in note, "the note cites the runs it came from"
 
             for _ in range(60):  # visibility may lag a moment behind the start
                 code, out, err = await cli(dev_env, "dream", "list")
@@ -142,42 +146,68 @@ async def test_scheduled_dream_then_cli_approve_and_reject(
                 await asyncio.sleep(0.5)
             assert f"{first_id}  awaiting-approval  target={TARGET}" in out
 
-            code, out, err = await cli(
-                dev_env, "dream", "approve", first_id, "--by", "carol", "--why", "useful"
-            )
+            code, out, err = await cli(dev_env, "dream", "show", first_id)
             assert code == 0, out + err
-            assert f"promoted {NOTE} (approved by carol)" in out
+            assert f"--- /dev/null\n+++ b/{TARGET}/consolidated.md\n" in out
+            assert "+# Lessons consolidated from 2 runs" in out
+            assert f"# {TARGET}/failures.md: from runs " in out
+
+            code, out, err = await cli(
+                dev_env, "dream", "approve", first_id, "--only", "consolidated.md",
+                "--by", "carol", "--why", "useful",
+            )  # fmt: skip
+            assert code == 0, out + err
+            assert "promoted consolidated.md (approved by carol)" in out
+            assert "dropped failures.md" in out
             result = await first.result()
             assert result.status is DreamStatus.APPROVED
-            assert (target_root / NOTE).read_text() == note
-            entries = plugin.memory.audit(StoreRef(StoreKind.WORKFLOW, TARGET), path=NOTE)
+            assert (target_root / "consolidated.md").read_text() == note
+            assert not (target_root / "failures.md").exists()
+            assert "<!--" not in note and "lw-dreaming-state" not in note
+            entries = plugin.memory.audit(target, path="consolidated.md")
             assert [e.actor for e in entries] == ["carol"]
             assert entries[0].workflow_id == first_id
 
-            # One more run; the next dream reads only it (the cursor came along as the
-            # schedule's last completion result) and is rejected.
-            await run_pipeline(client, layout, quiet, task_queue=task_queue)
+            # Two more runs, a dream after each: both proposals wait at once, each
+            # with only its own run, and are decided independently.
+            pending: list[str] = []
+            for _ in range(2):
+                await run_pipeline(client, layout, quiet, task_queue=task_queue)
+                await schedule.trigger()
+                pending.append(await next_dream(client, schedule_id, seen))
             after_approval = snapshot(target_root)
-            await schedule.trigger()
-            second_id = await next_dream(client, schedule_id, seen)
-            second = client.get_workflow_handle(second_id, result_type=DreamResult)
-            state = await wait_for_status(second, DreamStatus.AWAITING_APPROVAL)
-            assert state.runs == 1
+            states = [
+                await wait_for_status(
+                    client.get_workflow_handle(w, result_type=DreamResult),
+                    DreamStatus.AWAITING_APPROVAL,
+                )
+                for w in pending
+            ]
+            assert [s.runs for s in states] == [1, 1]
+            assert set(states[0].changes[0].sources).isdisjoint(states[1].changes[0].sources)
             code, out, err = await cli(
-                dev_env, "dream", "reject", second_id, "--by", "dave", "--why", "noise"
+                dev_env, "dream", "reject", pending[0], "--by", "dave", "--why", "noise"
             )
             assert code == 0, out + err
-            assert (await second.result()).status is DreamStatus.REJECTED
-            assert snapshot(target_root) == after_approval
-            assert [
-                e.actor
-                for e in plugin.memory.audit(StoreRef(StoreKind.WORKFLOW, TARGET), path=NOTE)
-            ] == ["carol"]
+            done = client.get_workflow_handle(pending[0], result_type=DreamResult)
+            assert (await done.result()).status is DreamStatus.REJECTED
+            assert snapshot(target_root) == after_approval, "a rejection changes nothing"
+            waiting = await wait_for_status(
+                client.get_workflow_handle(pending[1]), DreamStatus.AWAITING_APPROVAL
+            )
+            assert waiting.runs == 1, "the other proposal still waits"
+            code, out, err = await cli(
+                dev_env, "dream", "approve", pending[1], "--by", "erin", "--why", "ok"
+            )
+            assert code == 0, out + err
+            assert "promoted consolidated.md (approved by erin)" in out
+            entries = plugin.memory.audit(target, path="consolidated.md")
+            assert [e.actor for e in entries] == ["carol", "erin"]
         finally:
             await schedule.delete()
 
 
-async def test_cli_dream_schedule_creates_a_skip_overlap_schedule(
+async def test_cli_dream_schedule_creates_an_allow_all_schedule(
     dev_env: WorkflowEnvironment, task_queue: str
 ) -> None:
     schedule_id = f"lw-dream-cli-{uuid.uuid4().hex[:8]}"
@@ -197,7 +227,7 @@ async def test_cli_dream_schedule_creates_a_skip_overlap_schedule(
     handle = dev_env.client.get_schedule_handle(schedule_id)
     try:
         description = await handle.describe()
-        assert description.schedule.policy.overlap is ScheduleOverlapPolicy.SKIP
+        assert description.schedule.policy.overlap is ScheduleOverlapPolicy.ALLOW_ALL
         assert [i.every for i in description.schedule.spec.intervals] == [timedelta(hours=6)]
         action = description.schedule.action
         assert isinstance(action, ScheduleActionStartWorkflow)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from lw_temporal import (
     ModelRequest,
+    ModelResponse,
     Role,
     ScriptedModel,
     ScriptKey,
@@ -75,6 +76,57 @@ ORCHESTRATOR_SCRIPT: Sequence[ScriptTurn] = [
     _history_line,
 ]
 
+# The dreaming agent: it reads the run files and the target's memory with bash, then
+# writes its notes with one bash command (grep/awk over the run files), citing the
+# runs each section comes from.
+_NOTES = "/mnt/memory/workflow"
+_CONSOLIDATE = r"""cd /mnt/scratch/own/runs && {
+echo "# Lessons consolidated from $(ls *.md | wc -l) runs"
+echo
+echo "Runs:"
+grep -h '^# Run ' *.md | sed 's/^# Run /- /' | sort
+echo
+echo "## Lessons the runs recorded"
+echo
+awk '/^## Memory changes/{m=1;next} /^## /{m=0} m&&/^```/{b=!b;next} m&&b&&/^- /' *.md \
+  | sort | uniq -c | sort -k1,1nr -k2 \
+  | awk '{n=$1; $1=""; sub(/^ /,""); print $0 (n>1 ? " (" n " runs)" : "")}'
+} > NOTES/consolidated.md
+{
+echo "# Commands that failed"
+echo
+grep -h '^- exit [1-9]' *.md | sort | uniq -c | sort -k1,1nr -k2 \
+  | awk '{n=$1; $1=""; sub(/^ /,""); print $0 " (" n "x)"}'
+grep -q '^- exit [1-9]' *.md || echo "- (none)"
+} > NOTES/failures.md
+wc -l NOTES/*.md""".replace("NOTES", _NOTES)
+
+DREAMING_SCRIPT: Sequence[ScriptTurn] = [
+    [
+        tool(
+            "bash",
+            command=(
+                "ls /mnt/scratch/own/runs/; head -n 12 /mnt/scratch/own/runs/*.md; "
+                "ls -R /mnt/memory/peer-workflows/ /mnt/memory/workflow/ 2>/dev/null"
+            ),
+        )
+    ],
+    [tool("bash", command=_CONSOLIDATE)],
+    [tool("finish", summary="consolidated the runs into consolidated.md and failures.md")],
+]
+
+
+class SampleModel(ScriptedModel):
+    """The scripted model, with one dreaming script for every target definition."""
+
+    async def next_turn(self, request: ModelRequest) -> ModelResponse:
+        if request.role is Role.DREAMING and (request.definition_id, Role.DREAMING) not in (
+            self.scripts
+        ):
+            self.scripts[(request.definition_id, Role.DREAMING)] = DREAMING_SCRIPT
+        return await super().next_turn(request)
+
+
 SCRIPTS: dict[ScriptKey, Sequence[ScriptTurn]] = {
     (None, Role.ORCHESTRATOR): ORCHESTRATOR_SCRIPT,
     **review.SCRIPTS,
@@ -83,5 +135,6 @@ SCRIPTS: dict[ScriptKey, Sequence[ScriptTurn]] = {
 
 
 def sample_model() -> ScriptedModel:
-    """A model that plays every agent of the sample pipeline."""
-    return ScriptedModel(SCRIPTS)
+    """A model that plays every agent of the sample pipeline, and dreaming for any
+    definition."""
+    return SampleModel(SCRIPTS)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+from collections.abc import Callable
 
 from pydantic import Field
 from temporalio import activity
@@ -93,8 +94,14 @@ class ModelActivities:
         orchestrator_instructions: str = "",
         orchestrator_max_turns: int = ORCHESTRATOR_MAX_TURNS,
         context_budget_tokens: int = DEFAULT_CONTEXT_BUDGET,
+        dreaming_instructions: Callable[[str], str] | None = None,
+        dreaming_max_turns: int = ORCHESTRATOR_MAX_TURNS,
     ) -> None:
         self.config = config
+        #: The dreaming agent's instructions for a target (the plugin's
+        #: ``DreamingSettings``), and its turn budget.
+        self.dreaming_instructions = dreaming_instructions or (lambda target: "")
+        self.dreaming_max_turns = dreaming_max_turns
         self.model = model
         self.index_search_attributes = index_search_attributes
         self.local_activity = local_activity
@@ -113,6 +120,7 @@ class ModelActivities:
             local_model=self.local_activity,
             orchestrator_max_turns=self.orchestrator_max_turns,
             max_turns={d.id: d.max_turns for d in self.config.definitions.values()},
+            dreaming_max_turns=self.dreaming_max_turns,
         )
 
     @activity.defn(name=SETTINGS_ACTIVITY)
@@ -128,6 +136,9 @@ class ModelActivities:
             }
             instructions = self.orchestrator_instructions or DEFAULT_ORCHESTRATOR_INSTRUCTIONS
             return instructions, self.orchestrator_max_turns, available
+        if scope.role is Role.DREAMING:
+            target = scope.run_id.definition_id or ""
+            return self.dreaming_instructions(target), self.dreaming_max_turns, {}
         definition = scope.definition
         if definition is None:
             return "", self.orchestrator_max_turns, {}
@@ -140,7 +151,7 @@ class ModelActivities:
         request = ModelRequest(
             role=scope.role,
             workflow_id=scope.workflow_id,
-            definition_id=scope.definition.id if scope.definition else None,
+            definition_id=scope.run_id.definition_id,
             turn=turn.turn,
             max_turns=max_turns,
             mounts=scope.describe(),

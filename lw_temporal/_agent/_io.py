@@ -28,8 +28,11 @@ class WorkerSettings(BaseModel):
     default_max_turns: int = 24
     #: The host whose task queue runs the tree's activities (pinned runs), if any.
     pin: HostPin | None = None
+    dreaming_max_turns: int = 24
 
     def turns_for(self, role: Role, definition_id: str | None) -> int:
+        if role is Role.DREAMING:
+            return self.dreaming_max_turns
         if role is Role.ORCHESTRATOR or definition_id is None:
             return self.orchestrator_max_turns
         return self.max_turns.get(definition_id, self.default_max_turns)

@@ -15,12 +15,20 @@ numbers and note references, never the data.
 
 Modules by concern: ``_models`` (pure data, the only one workflow code imports),
 ``_consolidator``, ``_history`` (extraction), ``_activities``, ``_workflow``,
-``_client`` (Schedules and the reviewer's calls).
+``_client`` (Schedules and the reviewer's calls), ``_bookkeeping`` (cursor, claims and
+consolidator state in ``.lw/``), ``_review`` (diffs), ``_runfile`` (the runs as files).
 """
 
 from ._activities import DreamingActivities
-from ._client import approve_dream, dream_schedule_id, list_dreams, reject_dream, schedule_dreaming
-from ._consolidator import Consolidator, DefaultConsolidator, DreamContext, Note
+from ._client import (
+    approve_dream,
+    dream_schedule_id,
+    list_dreams,
+    reject_dream,
+    schedule_dreaming,
+    show_dream,
+)
+from ._consolidator import Consolidation, Consolidator, DefaultConsolidator, DreamContext, Note
 from ._models import (
     QUERY_STATE,
     SCHEDULED_TOKEN,
@@ -35,19 +43,23 @@ from ._models import (
     DreamState,
     DreamStatus,
     FailureRecord,
+    FileChange,
     MemoryOpRecord,
-    NoteRef,
     PromotionOutcome,
     RunRecord,
+    ShowResult,
 )
+from ._prompt import DEFAULT_INSTRUCTIONS, DreamingSettings
 from ._workflow import DreamingWorkflow
 
 __all__ = [
+    "DEFAULT_INSTRUCTIONS",
     "QUERY_STATE",
     "SCHEDULED_TOKEN",
     "UPDATE_APPROVE",
     "UPDATE_REJECT",
     "CommandRecord",
+    "Consolidation",
     "Consolidator",
     "Cursor",
     "Decision",
@@ -59,16 +71,19 @@ __all__ = [
     "DreamState",
     "DreamStatus",
     "DreamingActivities",
+    "DreamingSettings",
     "DreamingWorkflow",
     "FailureRecord",
+    "FileChange",
     "MemoryOpRecord",
     "Note",
-    "NoteRef",
     "PromotionOutcome",
     "RunRecord",
+    "ShowResult",
     "approve_dream",
     "dream_schedule_id",
     "list_dreams",
     "reject_dream",
     "schedule_dreaming",
+    "show_dream",
 ]

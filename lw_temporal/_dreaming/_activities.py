@@ -1,4 +1,5 @@
-"""The activities of ``lw.Dreaming``: find runs, extract them, consolidate, promote."""
+"""The activities of ``lw.Dreaming``: claim and extract runs, consolidate (without a
+model), propose, show, promote and release."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from temporalio.exceptions import ApplicationError
 from .._config import LwConfig
 from .._errors import INVALID_REQUEST, INVALID_WORKFLOW_ID, NON_RETRYABLE, lw_error
 from .._ids import (
-    DREAMING_DEFINITION_ID,
     PLANNER_WORKFLOW,
+    SEARCH_ATTRIBUTE_DEFINITION,
     InvalidWorkflowId,
     Role,
     parse_workflow_id,
@@ -24,13 +25,18 @@ from .._ids import (
 from .._memory import ABSENT, AuditEntry, MemoryStores, Provenance
 from .._memory._fs import write_atomic
 from .._scope import Scope, StoreKind, StoreRef
-from ._consolidator import Consolidator, DefaultConsolidator, DreamContext
+from ._bookkeeping import DreamBooks
+from ._consolidator import Consolidation, Consolidator, DefaultConsolidator, DreamContext
 from ._history import extract_run, text_of
 from ._models import (
     DREAM_CONSOLIDATE,
     DREAM_EXTRACT,
     DREAM_FIND_RUNS,
     DREAM_PROMOTE,
+    DREAM_PROPOSE,
+    DREAM_RELEASE,
+    DREAM_SHOW,
+    MAX_CHANGES,
     MAX_ITEMS_PER_RUN,
     MAX_TEXT,
     ConsolidateRequest,
@@ -38,18 +44,23 @@ from ._models import (
     Cursor,
     ExtractRequest,
     ExtractResult,
+    FileChange,
     FindRunsRequest,
     FindRunsResult,
     MemoryOpRecord,
-    NoteRef,
     PromoteRequest,
     PromotionOutcome,
+    ProposeRequest,
+    ProposeResult,
+    ReleaseRequest,
     RunRecord,
+    ShowRequest,
+    ShowResult,
 )
+from ._review import read_memory, render_diff, sources_of
+from ._runfile import render_run, run_file_name
 
-#: What of the target's memory a consolidator is shown (its text files, bounded).
-_MAX_MEMORY_FILE = 1024 * 1024
-_MAX_MEMORY_TOTAL = 32 * 1024 * 1024
+T = TypeVar("T")
 
 
 def _visibility_time(moment: datetime) -> str:
@@ -73,14 +84,45 @@ def _check_note_path(path: str) -> str:
     return path
 
 
+class _Dream:
+    """The calling dream, from ``activity.info()``: its target, work folder, books."""
+
+    def __init__(self, scope: Scope, stores: MemoryStores) -> None:
+        assert scope.run_id.definition_id is not None
+        self.scope = scope
+        self.target = scope.run_id.definition_id
+        self.workflow_id = scope.workflow_id
+        self.work = scope.own_scratch / "dream"
+        self.runs_dir = scope.own_scratch / "runs"
+        self.books = DreamBooks(scope.layout, self.target)
+        self.own = StoreRef(StoreKind.DREAMING, self.target)
+        self.target_store = StoreRef(StoreKind.WORKFLOW, self.target)
+        self.stores = stores
+
+    def inputs(self, batch: int) -> Path:
+        return self.work / "inputs" / f"{batch:06d}.json"
+
+    def batch_file(self, batch: int) -> Path:
+        return self.work / "batches" / f"{batch:06d}.jsonl"
+
+    def provenance(self, index: int, actor: str | None = None) -> Provenance:
+        """The activity's provenance, made distinct per file: the stores keep one
+        exactly-once record per activity and store, and one activity writes several."""
+        provenance = Provenance.from_activity(self.scope, actor=actor)
+        return provenance.model_copy(update={"activity_id": f"{provenance.activity_id}#{index}"})
+
+
 class DreamingActivities:
     """The activities of ``lw.Dreaming``; the worker-side parts live here.
 
     Args:
         config: the worker's data dir and definitions; the target must be registered.
-        consolidator: turns run records into notes (default :class:`DefaultConsolidator`).
+        consolidator: writes the notes when the worker has no model (default
+            :class:`DefaultConsolidator`).
         stores: the memory stores' admin API (versions, compare-and-set, audit); the
             plugin passes its own so every writer shares one set of locks.
+        agent: the worker has a model, so the dreaming agent writes the notes.
+        index_search_attributes: the server has ``LwDefinition``; runs are found by it.
     """
 
     def __init__(
@@ -88,61 +130,113 @@ class DreamingActivities:
         config: LwConfig,
         consolidator: Consolidator | None = None,
         stores: MemoryStores | None = None,
+        *,
+        agent: bool = False,
+        index_search_attributes: bool = False,
     ) -> None:
         self.config = config
         self.consolidator: Consolidator = consolidator or DefaultConsolidator()
         self.stores = stores or MemoryStores.for_config(config)
+        self.agent = agent
+        self.index_search_attributes = index_search_attributes
 
     def callables(self) -> list[Callable[..., Any]]:
         """The activity callables to register on a worker."""
-        return [self.find_runs, self.extract, self.consolidate, self.promote]
+        return [
+            self.find_runs,
+            self.extract,
+            self.consolidate,
+            self.propose,
+            self.show,
+            self.promote,
+            self.release,
+        ]
 
-    def _dream_scope(self) -> Scope:
+    def _dream(self) -> _Dream:
         scope = self.config.activity_scope()
         if scope.role is not Role.DREAMING or scope.run_id.definition_id is None:
             raise lw_error(
                 INVALID_WORKFLOW_ID,
                 f"workflow {scope.workflow_id!r}: dreaming activities run only in lw.Dreaming",
             )
-        return scope
+        return _Dream(scope, self.stores)
 
-    def _scope(self) -> tuple[str, Path, str]:
-        scope = self._dream_scope()
-        assert scope.run_id.definition_id is not None
-        return scope.run_id.definition_id, scope.own_scratch / "dream", scope.workflow_id
-
-    def _provenance(self, scope: Scope, index: int, actor: str | None = None) -> Provenance:
-        """The activity's provenance, made distinct per note: the stores keep one
-        exactly-once record per activity and store, and one activity writes several
-        notes."""
-        provenance = Provenance.from_activity(scope, actor=actor)
-        return provenance.model_copy(update={"activity_id": f"{provenance.activity_id}#{index}"})
-
+    # -- collecting ----------------------------------------------------------------------
     @activity.defn(name=DREAM_FIND_RUNS)
     async def find_runs(self, request: FindRunsRequest) -> FindRunsResult:
-        target, work, _ = self._scope()
+        """Claim the target's runs closed since its cursor (and any a timed-out dream
+        gave back), and note what the dream reads: the target's versions, the runs."""
+        dream = self._dream()
+        found_file = dream.work / "found.json"
+        if found_file.exists():  # a retry: the claim is already made
+            return FindRunsResult.model_validate_json(found_file.read_bytes())
+        with dream.books.locked():
+            cursor = dream.books.cursor()
+            if cursor.close_time is None and request.since is not None:
+                cursor = cursor.model_copy(update={"close_time": request.since})
+            listed, running = await self._list_closed(dream, cursor, request)
+            released = dream.books.take_released()
+            claimed_ids = {item["workflow_id"] for item in released}
+            fresh = [item for item in listed if item["workflow_id"] not in claimed_ids]
+            room = max(request.max_runs - len(released), 0)
+            taken, left = fresh[:room], fresh[room:]
+            items = released + taken
+            entries, audit_end = await asyncio.to_thread(
+                dream.stores.audit_since, dream.target_store, cursor.audit_offset
+            )
+            hold = running | {item["workflow_id"] for item in left}
+            changes, audit_offset = _bash_changes(
+                entries, audit_end, {item["workflow_id"] for item in taken}, hold
+            )
+            for item in taken:  # released runs carry the changes read when first claimed
+                item["bash_changes"] = [
+                    e.model_dump(mode="json") for e in changes.get(item["workflow_id"], ())
+                ]
+            for batch, start in enumerate(range(0, len(items), request.batch_size)):
+                write_atomic(
+                    dream.inputs(batch),
+                    json.dumps(items[start : start + request.batch_size]).encode(),
+                )
+            _, versions = await asyncio.to_thread(read_memory, dream.stores, dream.target_store)
+            _, own_offset = await asyncio.to_thread(dream.stores.audit_since, dream.own, 0)
+            dream.books.write(dream.workflow_id, "base.json", versions)
+            dream.books.write(dream.workflow_id, "runs.json", [i["workflow_id"] for i in items])
+            dream.books.write(dream.workflow_id, "own_offset.json", own_offset)
+            result = FindRunsResult(
+                runs=len(items),
+                batches=-(-len(items) // request.batch_size),
+                agent=self.agent,
+            )
+            write_atomic(found_file, result.model_dump_json().encode())
+            dream.books.save_cursor(_advance(cursor, taken, audit_offset))
+        return result
+
+    async def _list_closed(
+        self, dream: _Dream, cursor: Cursor, request: FindRunsRequest
+    ) -> tuple[list[dict[str, Any]], set[str]]:
+        """The target's runs closed since ``cursor``, oldest first, and the IDs of its
+        runs still going (their audit entries wait for a later dream)."""
+        base = f"WorkflowType = '{PLANNER_WORKFLOW}'"
+        if self.index_search_attributes:
+            base += f" AND {SEARCH_ATTRIBUTE_DEFINITION} = '{dream.target}'"
         statuses = " OR ".join(f"ExecutionStatus = '{s}'" for s in request.statuses)
-        query = f"WorkflowType = '{PLANNER_WORKFLOW}' AND ({statuses})"
-        cursor = request.cursor
-        if cursor is not None:
+        query = f"{base} AND ({statuses})"
+        if cursor.close_time is not None:
             query += f" AND CloseTime >= '{_visibility_time(cursor.close_time)}'"
-        consumed = set(cursor.workflow_ids) if cursor is not None else set()
+        consumed = set(cursor.workflow_ids)
+        client = activity.client()
         found: list[tuple[datetime, str, str, str]] = []
         seen = 0
-        async for execution in activity.client().list_workflows(query):
+        async for execution in client.list_workflows(query):
             seen += 1
             if seen % 500 == 0:
                 activity.heartbeat({"listed": seen})
-            try:
-                run = parse_workflow_id(execution.id)
-            except InvalidWorkflowId:
-                continue
-            if run.role is not Role.PLANNER or run.definition_id != target:
+            if not _is_run_of(execution.id, dream.target):
                 continue
             closed = execution.close_time
             if closed is None:
                 continue
-            if cursor is not None and (
+            if cursor.close_time is not None and (
                 closed < cursor.close_time
                 or (closed == cursor.close_time and execution.id in consumed)
             ):
@@ -150,87 +244,62 @@ class DreamingActivities:
             status = execution.status.name if execution.status is not None else "UNKNOWN"
             found.append((closed, execution.id, execution.run_id, status))
         found.sort()
-        found = found[: request.max_runs]
-        changes = await asyncio.to_thread(self._bash_changes, target, {w for _, w, _, _ in found})
-        # One input file per batch, so each extract reads only its own share.
-        for batch, start in enumerate(range(0, len(found), request.batch_size)):
-            items = [
-                {
-                    "close_time": c.isoformat(),
-                    "workflow_id": w,
-                    "run_id": r,
-                    "status": s,
-                    "bash_changes": [e.model_dump(mode="json") for e in changes.get(w, ())],
-                }
-                for c, w, r, s in found[start : start + request.batch_size]
-            ]
-            write_atomic(work / "inputs" / f"{batch:06d}.json", json.dumps(items).encode())
-        if not found:
-            return FindRunsResult(runs=0, batches=0, cursor=cursor)
-        newest = found[-1][0]
-        at_newest = {w for c, w, _, _ in found if c == newest}
-        if cursor is not None and cursor.close_time == newest:
-            at_newest |= consumed
-        batches = -(-len(found) // request.batch_size)
-        return FindRunsResult(
-            runs=len(found),
-            batches=batches,
-            cursor=Cursor(close_time=newest, workflow_ids=tuple(sorted(at_newest))),
-        )
+        running = {
+            execution.id
+            async for execution in client.list_workflows(f"{base} AND ExecutionStatus = 'Running'")
+            if _is_run_of(execution.id, dream.target)
+        }
+        listed = [
+            {"close_time": c.isoformat(), "workflow_id": w, "run_id": r, "status": s}
+            for c, w, r, s in found
+        ]
+        return listed, running
 
     @activity.defn(name=DREAM_EXTRACT)
     async def extract(self, request: ExtractRequest) -> ExtractResult:
-        target, work, workflow_id = self._scope()
-        source = work / "inputs" / f"{request.batch:06d}.json"
+        """Extract one batch of runs into records and run files. Each run's record is
+        kept as it is made, so a retried batch resumes where the last attempt stopped."""
+        dream = self._dream()
+        source = dream.inputs(request.batch)
         try:
             chunk = json.loads(source.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise lw_error(
                 INVALID_REQUEST,
-                f"workflow {workflow_id!r}: no run list at {source}; {DREAM_FIND_RUNS} must "
-                "run first",
+                f"workflow {dream.workflow_id!r}: no run list at {source}; {DREAM_FIND_RUNS} "
+                "must run first",
             ) from None
-        target_store = StoreRef(StoreKind.WORKFLOW, target)
         client = activity.client()
+        done_dir = dream.work / "records" / f"{request.batch:06d}"
         lines: list[str] = []
         commands = failures = memory_ops = 0
-        for done, item in enumerate(chunk):
-            activity.heartbeat({"batch": request.batch, "done": done, "of": len(chunk)})
-            closed = datetime.fromisoformat(item["close_time"])
-            record = await extract_run(
-                client, item["workflow_id"], item["run_id"], item["status"], closed
-            )
-            if item["bash_changes"]:
-                entries = [AuditEntry.model_validate(e) for e in item["bash_changes"]]
-                extra = await asyncio.to_thread(self._bash_ops, target_store, entries)
-                record = record.model_copy(update={"memory_ops": record.memory_ops + extra})
+        for index, item in enumerate(chunk):
+            activity.heartbeat({"batch": request.batch, "done": index, "of": len(chunk)})
+            done = done_dir / f"{index:06d}.json"
+            if done.exists():
+                record = RunRecord.model_validate_json(done.read_bytes())
+            else:
+                closed = datetime.fromisoformat(item["close_time"])
+                record = await extract_run(
+                    client, item["workflow_id"], item["run_id"], item["status"], closed
+                )
+                if item.get("bash_changes"):
+                    entries = [AuditEntry.model_validate(e) for e in item["bash_changes"]]
+                    extra = await asyncio.to_thread(self._bash_ops, dream.target_store, entries)
+                    record = record.model_copy(update={"memory_ops": record.memory_ops + extra})
+                write_atomic(
+                    dream.runs_dir / run_file_name(record.workflow_id),
+                    render_run(record).encode("utf-8"),
+                )
+                write_atomic(done, record.model_dump_json().encode())
             commands += len(record.commands)
             failures += len(record.failures)
             memory_ops += len(record.memory_ops)
             lines.append(record.model_dump_json())
-        write_atomic(
-            work / "batches" / f"{request.batch:06d}.jsonl", ("\n".join(lines) + "\n").encode()
-        )
+        write_atomic(dream.batch_file(request.batch), ("\n".join(lines) + "\n").encode())
         return ExtractResult(
             runs=len(chunk), commands=commands, failures=failures, memory_ops=memory_ops
         )
-
-    def _bash_changes(self, target: str, planners: set[str]) -> dict[str, list[AuditEntry]]:
-        """The target store's audit entries made by bash commands of these runs (their
-        ``lw.memory.*`` calls are already in the histories), by planner ID."""
-        by_planner: dict[str, list[AuditEntry]] = {}
-        for entry in self.stores.audit(StoreRef(StoreKind.WORKFLOW, target)):
-            if entry.activity_type != "lw.bash" or entry.workflow_id is None:
-                continue
-            try:
-                planner = parse_workflow_id(entry.workflow_id).planner_id
-            except InvalidWorkflowId:
-                continue
-            if planner is not None and str(planner) in planners:
-                entries = by_planner.setdefault(str(planner), [])
-                if len(entries) < MAX_ITEMS_PER_RUN:
-                    entries.append(entry)
-        return by_planner
 
     def _bash_ops(self, store: StoreRef, entries: list[AuditEntry]) -> tuple[MemoryOpRecord, ...]:
         """What each bash-made change wrote: the added tail of a grown file, else the
@@ -256,75 +325,217 @@ class DreamingActivities:
             )
         return tuple(ops)
 
+    # -- notes without a model -------------------------------------------------------------
     @activity.defn(name=DREAM_CONSOLIDATE)
     async def consolidate(self, request: ConsolidateRequest) -> ConsolidateResult:
-        target, work, workflow_id = self._scope()
-        target_store = StoreRef(StoreKind.WORKFLOW, target)
-        memory, versions = await asyncio.to_thread(read_memory, self.stores, target_store)
-        context = DreamContext(target=target, workflow_id=workflow_id, memory=memory)
+        """The model-free path: the consolidator writes the notes into dreaming's own
+        store; its state waits beside the proposal for an approval."""
+        dream = self._dream()
+        memory, _ = await asyncio.to_thread(read_memory, dream.stores, dream.target_store)
+        context = DreamContext(
+            target=dream.target,
+            workflow_id=dream.workflow_id,
+            memory=memory,
+            state=dream.books.state(),
+        )
         counter = _Counter()
-        batch_files = [work / "batches" / f"{i:06d}.jsonl" for i in range(request.batches)]
+        batch_files = [dream.batch_file(i) for i in range(request.batches)]
         runs = counter.wrap(_stream_records(batch_files))
-        notes = await _with_heartbeats(
+        produced = await _with_heartbeats(
             asyncio.to_thread(self.consolidator.consolidate, context, runs),
             lambda: {"runs_read": counter.count},
         )
-        own = StoreRef(StoreKind.WORKFLOW, DREAMING_DEFINITION_ID)
-        scope = self._dream_scope()
-        refs: list[NoteRef] = []
-        for index, note in enumerate(notes):
-            target_path = _check_note_path(note.path)
-            path = f"{target}/{target_path}"
-            data = note.content.encode("utf-8")
-            written = await asyncio.to_thread(
-                self.stores.write, own, path, data, provenance=self._provenance(scope, index)
+        result = produced if isinstance(produced, Consolidation) else Consolidation(produced)
+        dream.books.write(dream.workflow_id, "state.json", result.state)
+        for index, note in enumerate(result.notes):
+            await asyncio.to_thread(
+                self.stores.write,
+                dream.own,
+                _check_note_path(note.path),
+                note.content.encode("utf-8"),
+                provenance=dream.provenance(index),
             )
-            assert written.content_sha256 is not None
-            refs.append(
-                NoteRef(
+        return ConsolidateResult(runs=counter.count, notes=len(result.notes))
+
+    # -- review ------------------------------------------------------------------------------
+    @activity.defn(name=DREAM_PROPOSE)
+    async def propose(self, request: ProposeRequest) -> ProposeResult:
+        """The proposal: each file of dreaming's store for the target that this dream
+        wrote (by its own commands, memory calls or consolidator) and that differs from
+        the target's file as the dream read it."""
+        dream = self._dream()
+        base: dict[str, str] = dream.books.read(dream.workflow_id, "base.json", {})
+        runs: list[str] = dream.books.read(dream.workflow_id, "runs.json", [])
+        offset: int = dream.books.read(dream.workflow_id, "own_offset.json", 0)
+        entries, _ = await asyncio.to_thread(dream.stores.audit_since, dream.own, offset)
+        touched = dict.fromkeys(
+            e.path for _, e in entries if e.workflow_id == dream.workflow_id and e.path
+        )
+        changes: list[FileChange] = []
+        for path in touched:
+            current = await asyncio.to_thread(dream.stores.read, dream.own, path)
+            if not current.exists or current.content_sha256 is None:
+                continue
+            if current.content_sha256 == base.get(path):
+                continue
+            sources, count = sources_of(current.content, runs)
+            changes.append(
+                FileChange(
                     path=path,
-                    target_path=target_path,
-                    sha256=written.content_sha256,
-                    base_sha256=versions.get(target_path),
-                    bytes=len(data),
+                    base_sha256=base.get(path),
+                    sha256=current.content_sha256,
+                    bytes=current.size,
+                    sources=sources,
+                    sources_count=count,
                 )
             )
-        return ConsolidateResult(runs=counter.count, notes=tuple(refs))
+        return ProposeResult(changes=tuple(changes[:MAX_CHANGES]), changes_count=len(changes))
+
+    @activity.defn(name=DREAM_SHOW)
+    async def show(self, request: ShowRequest) -> ShowResult:
+        dream = self._dream()
+        text = await asyncio.to_thread(
+            render_diff, dream.target, dream.stores, dream.own, dream.target_store, request.changes
+        )
+        full = dream.books.proposal(dream.workflow_id) / "diff.txt"
+        write_atomic(full, text.encode("utf-8"))
+        data = text.encode("utf-8")
+        if len(data) <= request.max_bytes:
+            return ShowResult(text=text, path=str(full))
+        cut = data[: request.max_bytes].decode("utf-8", "ignore")
+        return ShowResult(text=cut, truncated=True, path=str(full))
 
     @activity.defn(name=DREAM_PROMOTE)
     async def promote(self, request: PromoteRequest) -> PromotionOutcome:
-        scope = self._dream_scope()
-        target, _, workflow_id = self._scope()
-        own = StoreRef(StoreKind.WORKFLOW, DREAMING_DEFINITION_ID)
-        target_store = StoreRef(StoreKind.WORKFLOW, target)
-        promoted: list[str] = []
+        """Copy the chosen changes into the target, each compare-and-set against the
+        version the dream read. Any conflict writes nothing and is reported."""
+        dream = self._dream()
+        by_path = {c.path: c for c in request.changes}
+        only = request.decision.only
+        unknown = [p for p in only if p not in by_path]
+        if unknown:
+            return PromotionOutcome(
+                conflicts=tuple(
+                    f"{p}: not a change of {dream.workflow_id} (its changes: "
+                    f"{', '.join(by_path) or 'none'})"
+                    for p in unknown
+                )
+            )
+        chosen = [by_path[p] for p in only] if only else list(request.changes)
+        dropped = tuple(p for p in by_path if only and p not in only)
+        plan: list[tuple[int, FileChange, bytes | None]] = []
         conflicts: list[str] = []
-        for index, note in enumerate(request.notes):
-            current = await asyncio.to_thread(self.stores.read, own, note.path)
-            if not current.exists or current.content_sha256 != note.sha256:
+        for change in chosen:
+            index = list(by_path).index(change.path)
+            provenance = dream.provenance(index, actor=request.decision.who)
+            if self.stores.recorded(dream.target_store, provenance) is not None:
+                plan.append((index, change, None))  # promoted by an earlier attempt
+                continue
+            current = await asyncio.to_thread(dream.stores.read, dream.target_store, change.path)
+            if current.content_sha256 != change.base_sha256:
+                seen = current.content_sha256[:12] if current.content_sha256 else "absent"
+                read = change.base_sha256[:12] if change.base_sha256 else "absent"
                 conflicts.append(
-                    f"{note.path}: the note in {DREAMING_DEFINITION_ID}'s store changed since "
-                    f"{workflow_id} wrote it (another dream of {target}?); run a new dream"
+                    f"{dream.target_store}:{change.path} changed since {dream.workflow_id} "
+                    f"read it (read {read}, now {seen}); approve the other paths with --only, "
+                    "or reject and let the next dream read the new version"
                 )
                 continue
+            content = self.stores.blob(dream.own, change.sha256)
+            if content is None:
+                conflicts.append(
+                    f"{change.path}: the proposed version is no longer kept in dreaming's store"
+                )
+                continue
+            plan.append((index, change, content))
+        if conflicts:
+            return PromotionOutcome(conflicts=tuple(conflicts))
+        promoted: list[str] = []
+        for index, change, content in plan:
+            if content is not None:
+                try:
+                    await asyncio.to_thread(
+                        self.stores.write,
+                        dream.target_store,
+                        change.path,
+                        content,
+                        provenance=dream.provenance(index, actor=request.decision.who),
+                        if_sha256=change.base_sha256 or ABSENT,
+                    )
+                except ApplicationError as err:
+                    if err.type not in NON_RETRYABLE:
+                        raise
+                    conflicts.append(f"{dream.target_store}:{change.path}: {err.message}")
+                    continue
+            promoted.append(change.path)
+        if not conflicts:
+            dream.books.adopt_state(dream.workflow_id)
+        return PromotionOutcome(
+            promoted=tuple(promoted), dropped=dropped, conflicts=tuple(conflicts)
+        )
+
+    @activity.defn(name=DREAM_RELEASE)
+    async def release(self, request: ReleaseRequest) -> None:
+        """Give an unreviewed dream's runs back: the target's next dream reads them."""
+        dream = self._dream()
+        items: list[dict[str, Any]] = []
+        for batch in range(request.batches):
             try:
-                await asyncio.to_thread(
-                    self.stores.write,
-                    target_store,
-                    note.target_path,
-                    current.content.encode("utf-8"),
-                    provenance=self._provenance(scope, index, actor=request.decision.who),
-                    if_sha256=note.base_sha256 or ABSENT,
-                )
-            except ApplicationError as err:
-                if err.type not in NON_RETRYABLE:
-                    raise
-                # A conflict (an edit since the dream read the target), a quota or a
-                # scan refusal: reported, and nothing is overwritten.
-                conflicts.append(f"{target_store}:{note.target_path}: {err.message}")
+                items += json.loads(dream.inputs(batch).read_text(encoding="utf-8"))
+            except FileNotFoundError:
                 continue
-            promoted.append(note.target_path)
-        return PromotionOutcome(promoted=tuple(promoted), conflicts=tuple(conflicts))
+        with dream.books.locked():
+            dream.books.release(dream.workflow_id, items)
+
+
+def _is_run_of(workflow_id: str, target: str) -> bool:
+    try:
+        run = parse_workflow_id(workflow_id)
+    except InvalidWorkflowId:
+        return False
+    return run.role is Role.PLANNER and run.definition_id == target
+
+
+def _advance(cursor: Cursor, taken: list[dict[str, Any]], audit_offset: int) -> Cursor:
+    if not taken:
+        return cursor.model_copy(update={"audit_offset": audit_offset})
+    newest = datetime.fromisoformat(taken[-1]["close_time"])
+    at_newest = {
+        i["workflow_id"] for i in taken if datetime.fromisoformat(i["close_time"]) == newest
+    }
+    if cursor.close_time == newest:
+        at_newest |= set(cursor.workflow_ids)
+    return Cursor(
+        close_time=newest, workflow_ids=tuple(sorted(at_newest)), audit_offset=audit_offset
+    )
+
+
+def _bash_changes(
+    entries: list[tuple[int, AuditEntry]], end: int, claimed: set[str], hold: set[str]
+) -> tuple[dict[str, list[AuditEntry]], int]:
+    """The claimed runs' bash-made changes (their ``lw.memory.*`` calls are already in
+    their histories), by planner ID, and the audit offset the next dream reads from: the
+    first entry of a run not yet claimed but still to come, else the end of the log."""
+    by_planner: dict[str, list[AuditEntry]] = {}
+    next_offset = end
+    for offset, entry in entries:
+        if entry.workflow_id is None:
+            continue
+        try:
+            planner = parse_workflow_id(entry.workflow_id).planner_id
+        except InvalidWorkflowId:
+            continue
+        if planner is None:
+            continue
+        key = str(planner)
+        if key in hold:
+            next_offset = min(next_offset, offset)
+        if entry.activity_type != "lw.bash" or key not in claimed:
+            continue
+        found = by_planner.setdefault(key, [])
+        if len(found) < MAX_ITEMS_PER_RUN:
+            found.append(entry)
+    return by_planner, next_offset
 
 
 class _Counter:
@@ -345,9 +556,6 @@ def _stream_records(files: Iterable[Path]) -> Iterator[RunRecord]:
                     yield RunRecord.model_validate_json(line)
 
 
-T = TypeVar("T")
-
-
 async def _with_heartbeats(
     work: Awaitable[T], details: Callable[[], object], every: float = 5.0
 ) -> T:
@@ -357,25 +565,3 @@ async def _with_heartbeats(
         if done:
             return task.result()
         activity.heartbeat(details())
-
-
-def read_memory(stores: MemoryStores, store: StoreRef) -> tuple[dict[str, str], dict[str, str]]:
-    """The store's UTF-8 text files (bounded) and every file's sha256, by relative path,
-    read through the stores' own (link-refusing) reads."""
-    texts: dict[str, str] = {}
-    versions: dict[str, str] = {}
-    total = 0
-    for entry in stores.list_files(store).entries:
-        if entry.kind != "file":
-            continue
-        current = stores.read(store, entry.path)
-        if not current.exists or current.content_sha256 is None:
-            continue
-        versions[entry.path] = current.content_sha256
-        if entry.size > _MAX_MEMORY_FILE or total + entry.size > _MAX_MEMORY_TOTAL:
-            continue
-        if "\ufffd" in current.content:
-            continue  # not UTF-8 text: nothing a consolidator can read
-        texts[entry.path] = current.content
-        total += entry.size
-    return texts, versions

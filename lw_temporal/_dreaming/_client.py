@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 from temporalio.client import (
     Client,
     ScheduleHandle,
+    ScheduleOverlapPolicy,
     WorkflowExecutionStatus,
     WorkflowQueryFailedError,
 )
@@ -19,6 +21,7 @@ from ._models import (
     SCHEDULED_TOKEN,
     UPDATE_APPROVE,
     UPDATE_REJECT,
+    UPDATE_SHOW,
     Decision,
     DreamInput,
     DreamOptions,
@@ -26,6 +29,7 @@ from ._models import (
     DreamState,
     DreamStatus,
     PromotionOutcome,
+    ShowResult,
 )
 
 
@@ -45,10 +49,11 @@ async def schedule_dreaming(
 ) -> ScheduleHandle:
     """Create the Schedule that dreams of ``definition_id`` every ``every``.
 
-    Overlap is SKIP: a dream still waiting for its reviewer holds back the next one,
-    so the reviewer never sees two competing proposals for the same target. The
-    scheduled workflow ID is ``dream_<definition>@scheduled`` plus the time the
-    Schedule appends.
+    Overlap is ALLOW_ALL: a dream waiting for its reviewer does not hold back the
+    next one. Each dream claims only runs no other dream of the target claimed, so
+    waiting proposals never repeat each other, and one with nothing new closes at
+    once. The scheduled workflow ID is ``dream_<definition>@scheduled`` plus the time
+    the Schedule appends.
     """
     check_definition_id(definition_id)
     if every <= timedelta(0):
@@ -62,6 +67,7 @@ async def schedule_dreaming(
         task_queue=task_queue,
         every=every,
         trigger_immediately=trigger_immediately,
+        overlap=ScheduleOverlapPolicy.ALLOW_ALL,
     )
 
 
@@ -106,7 +112,9 @@ async def list_dreams(
                 target=result.target,
                 status=result.status,
                 runs=result.runs,
-                notes=result.notes,
+                agent=result.agent,
+                changes=result.changes,
+                changes_count=result.changes_count,
                 decision=result.decision,
                 promotion=result.promotion,
             )
@@ -114,10 +122,22 @@ async def list_dreams(
     return states
 
 
-async def approve_dream(client: Client, workflow_id: str, who: str, why: str) -> PromotionOutcome:
-    """Promote a waiting dream's notes into its target's memory, audited as ``who``."""
+async def show_dream(client: Client, workflow_id: str, *, max_bytes: int = 64 * 1024) -> ShowResult:
+    """A waiting dream's proposal as a unified diff per file, with the runs each note
+    came from (the worker renders it; the whole text is kept in its data dir)."""
+    result: ShowResult = await client.get_workflow_handle(workflow_id).execute_update(
+        UPDATE_SHOW, max_bytes, result_type=ShowResult
+    )
+    return result
+
+
+async def approve_dream(
+    client: Client, workflow_id: str, who: str, why: str, *, only: Sequence[str] = ()
+) -> PromotionOutcome:
+    """Promote a waiting dream's changes (or only the paths in ``only``) into its
+    target's memory, audited as ``who``. A conflict promotes nothing; the dream waits."""
     outcome: PromotionOutcome = await client.get_workflow_handle(workflow_id).execute_update(
-        UPDATE_APPROVE, Decision(who=who, why=why), result_type=PromotionOutcome
+        UPDATE_APPROVE, Decision(who=who, why=why, only=tuple(only)), result_type=PromotionOutcome
     )
     return outcome
 

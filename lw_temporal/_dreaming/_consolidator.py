@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from ._models import MAX_COMMAND, RunRecord
 
@@ -26,6 +24,22 @@ class DreamContext:
     workflow_id: str
     #: The target store's text files (relative path -> content), bounded in size.
     memory: Mapping[str, str] = field(default_factory=dict)
+    #: What the consolidator kept from the target's last approved dream (its
+    #: ``Consolidation.state``); empty before the first approval.
+    state: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Consolidation:
+    """Notes for the target's store, and the bookkeeping to carry to the next dream.
+
+    ``state`` is kept in the data dir's ``.lw/`` beside the proposal and becomes the
+    next dream's ``DreamContext.state`` only if a reviewer approves: counts never sit
+    in a note that every future planner reads.
+    """
+
+    notes: list[Note]
+    state: dict[str, Any] = field(default_factory=dict)
 
 
 class Consolidator(Protocol):
@@ -34,15 +48,16 @@ class Consolidator(Protocol):
     ``runs`` is an iterator streamed from disk: a consolidator that keeps only
     aggregates costs memory in proportion to what it learns, not to the number of runs.
     It runs in a worker thread and must be deterministic if dreams are to be
-    reproducible.
+    reproducible. It may return plain notes, or a :class:`Consolidation` to carry state.
     """
 
-    def consolidate(self, context: DreamContext, runs: Iterator[RunRecord]) -> list[Note]: ...
+    def consolidate(
+        self, context: DreamContext, runs: Iterator[RunRecord]
+    ) -> list[Note] | Consolidation: ...
 
 
 # -- the default consolidator ----------------------------------------------------------------
 
-_STATE_MARK = "<!-- lw-dreaming-state:"
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _SPACE = re.compile(r"\s+")
 
@@ -58,6 +73,14 @@ def _runs(n: int) -> str:
 def _oneline(text: str, limit: int) -> str:
     text = _SPACE.sub(" ", text).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _command_line(command: str) -> str:
+    """A command as a note shows it: its first line (a heredoc's body is the data it
+    wrote, not the command), marked when more followed."""
+    lines = command.strip().splitlines() or [""]
+    first = _oneline(lines[0], MAX_COMMAND)
+    return f"{first} …" if len(lines) > 1 else first
 
 
 class _Tally:
@@ -99,8 +122,8 @@ class DefaultConsolidator:
     commands that worked, each counted in runs.
 
     Lessons are the lines the runs wrote into the target's workflow memory. The note
-    is cumulative: it carries its tallies in a trailing comment, and a dream adds its
-    runs to the tallies of the note already promoted into the target's memory.
+    is cumulative: its tallies travel as the consolidation's ``state`` (kept in
+    ``.lw/``), and a dream adds its runs to the tallies of the last approved dream.
     """
 
     NOTE_PATH = "dreaming/consolidated.md"
@@ -110,19 +133,13 @@ class DefaultConsolidator:
         self.shown = shown
         self.kept = kept
 
-    def consolidate(self, context: DreamContext, runs: Iterator[RunRecord]) -> list[Note]:
+    def consolidate(self, context: DreamContext, runs: Iterator[RunRecord]) -> Consolidation:
         lessons, failures, worked = _Tally(), _Tally(), _Tally()
-        total = 0
-        previous = context.memory.get(self.NOTE_PATH)
-        if previous is not None and _STATE_MARK in previous:
-            raw = previous.rsplit(_STATE_MARK, 1)[1].split("-->", 1)[0]
-            with contextlib.suppress(ValueError):
-                state = json.loads(raw)
-                if isinstance(state, dict):
-                    total = int(state.get("runs", 0))
-                    lessons.load(state.get("lessons"))
-                    failures.load(state.get("failures"))
-                    worked.load(state.get("worked"))
+        state = context.state
+        total = state.get("runs", 0) if isinstance(state.get("runs"), int) else 0
+        lessons.load(state.get("lessons"))
+        failures.load(state.get("failures"))
+        worked.load(state.get("worked"))
         new_runs = 0
         for run in runs:
             new_runs += 1
@@ -136,11 +153,11 @@ class DefaultConsolidator:
                     continue
                 for line in op.content.splitlines():
                     text = _normalize(line)
-                    if len(text) < 3 or text.startswith("#") or text.startswith(_STATE_MARK):
+                    if len(text) < 3 or text.startswith("#") or text.startswith("<!--"):
                         continue
                     seen_lessons.setdefault(text.casefold(), text)
             for cmd in run.commands:
-                command = _oneline(cmd.command, MAX_COMMAND)
+                command = _command_line(cmd.command)
                 if cmd.rejection:
                     shown = f"`{command}` was refused: {_oneline(cmd.rejection, 160)}"
                     seen_failures.setdefault(f"refused\0{command}", shown)
@@ -161,7 +178,7 @@ class DefaultConsolidator:
             for key, shown in seen_worked.items():
                 worked.add(key, shown)
         total += new_runs
-        state = {
+        kept = {
             "runs": total,
             "lessons": lessons.dump(self.kept),
             "failures": failures.dump(self.kept),
@@ -185,8 +202,4 @@ class DefaultConsolidator:
         ] or ["- (none)"]
         lines += ["", "## Commands that worked", ""]
         lines += [f"- {_runs(n)}: {text}" for text, n in worked.top(self.shown)] or ["- (none)"]
-        body = "\n".join(lines)
-        state_json = json.dumps(state, sort_keys=True, separators=(",", ":"))
-        # "--" cannot appear inside an HTML comment; escape it in the JSON.
-        state_json = state_json.replace("--", "-\\u002d")
-        return [Note(self.NOTE_PATH, f"{body}\n\n{_STATE_MARK}{state_json}-->\n")]
+        return Consolidation([Note(self.NOTE_PATH, "\n".join(lines) + "\n")], kept)

@@ -49,6 +49,8 @@ class _RunExtract:
         self.failures: list[FailureRecord] = []
         self.memory_ops: list[MemoryOpRecord] = []
         self.truncated = False
+        self.task: str | None = None
+        self.summary: str | None = None
 
     def room(self) -> bool:
         if len(self.commands) + len(self.failures) + len(self.memory_ops) >= MAX_ITEMS_PER_RUN:
@@ -77,13 +79,32 @@ async def _decode_first(decode: Decode, payloads: Any) -> Any:
     return values[0] if values else None
 
 
-async def _extract_history(events: Sequence[Any], decode: Decode, out: _RunExtract) -> list[str]:
-    """Fold one history into ``out``; return the IDs of the child workflows it started."""
+def _task_of(value: Any) -> str | None:
+    """An agent's task: a plain string input, or the ``task`` of an ``AgentInput``."""
+    return text_of(value if isinstance(value, str) else _first(value, ("task",)), MAX_TEXT)
+
+
+async def _extract_history(
+    events: Sequence[Any], decode: Decode, out: _RunExtract, *, top: bool = True
+) -> list[str]:
+    """Fold one history into ``out``; return the IDs of the child workflows it started.
+    ``top`` marks the run's own history, whose input and result are its task and summary."""
     scheduled: dict[int, tuple[str, Any]] = {}
     children: list[str] = []
     for event in events:
         kind = event.WhichOneof("attributes")
-        if kind == "activity_task_scheduled_event_attributes":
+        if top and kind == "workflow_execution_started_event_attributes":
+            arg = await _decode_first(
+                decode, event.workflow_execution_started_event_attributes.input
+            )
+            out.task = _task_of(arg)
+        elif top and kind == "workflow_execution_completed_event_attributes":
+            result = await _decode_first(
+                decode, event.workflow_execution_completed_event_attributes.result
+            )
+            summary = result if isinstance(result, str) else _first(result, ("summary",))
+            out.summary = text_of(summary, MAX_TEXT)
+        elif kind == "activity_task_scheduled_event_attributes":
             attrs = event.activity_task_scheduled_event_attributes
             name = attrs.activity_type.name
             if name.startswith("lw.bash") or name.startswith("lw.memory."):
@@ -174,12 +195,14 @@ async def extract_run(
         except Exception:
             out.truncated = True
             continue
-        await _extract_history(child_history.events, decode, out)
+        await _extract_history(child_history.events, decode, out, top=False)
     return RunRecord(
         workflow_id=workflow_id,
         run_id=run_id,
         status=status,
         close_time=close_time,
+        task=out.task,
+        summary=out.summary,
         tool_calls=out.tool_calls,
         commands=tuple(out.commands),
         failures=tuple(out.failures),

@@ -14,10 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 DREAM_FIND_RUNS = "lw.dreaming.find_runs"
 DREAM_EXTRACT = "lw.dreaming.extract"
 DREAM_CONSOLIDATE = "lw.dreaming.consolidate"
+DREAM_PROPOSE = "lw.dreaming.propose"
 DREAM_PROMOTE = "lw.dreaming.promote"
+DREAM_RELEASE = "lw.dreaming.release"
+DREAM_SHOW = "lw.dreaming.show"
 
 UPDATE_APPROVE = "approve"
 UPDATE_REJECT = "reject"
+UPDATE_SHOW = "show"
 QUERY_STATE = "state"
 
 #: The token scheduled dreams start with; the Schedule appends ``-<time>``.
@@ -28,6 +32,10 @@ MAX_TEXT = 2_000
 MAX_COMMAND = 300
 MAX_ITEMS_PER_RUN = 2_000
 MAX_CHILDREN = 1_000
+#: Files one proposal may change (a dream writing more is refused with a count).
+MAX_CHANGES = 200
+#: Source runs listed per changed file.
+MAX_SOURCES = 20
 
 
 class _Model(BaseModel):
@@ -50,8 +58,8 @@ class DreamOptions(_Model):
     approval_timeout: timedelta = timedelta(days=7)
     #: Visibility statuses of the target's runs worth learning from.
     statuses: tuple[str, ...] = Field(default=("Completed", "Failed"), min_length=1)
-    #: Lower bound on close time for a dream with no previous completion (a first,
-    #: unscheduled dream); later scheduled dreams use the last completion's cursor.
+    #: Lower bound on close time for the target's first dream; later dreams start
+    #: from the target's cursor.
     since: datetime | None = None
 
     @field_validator("statuses")
@@ -72,36 +80,51 @@ class DreamInput(_Model):
 
 
 class Cursor(_Model):
-    """Where the last dream stopped: the newest close time it consumed, and the runs
-    that closed at exactly that time (so a tie is neither skipped nor read twice)."""
+    """Where the target's dreams stand: the newest close time claimed, the runs that
+    closed at exactly that time (so a tie is neither skipped nor read twice), and how
+    far into the target store's audit log the runs' bash-made changes were read.
 
-    close_time: datetime
+    Kept in ``<dataDir>/.lw/dreaming/<target>/cursor.json``, never in a note.
+    """
+
+    close_time: datetime | None = None
     workflow_ids: tuple[str, ...] = ()
+    audit_offset: int = Field(default=0, ge=0)
 
 
-class NoteRef(_Model):
-    """One note a dream wrote: where it is in dreaming's store, where approval copies
-    it in the target's store, and the target file's version the dream saw."""
+class FileChange(_Model):
+    """One file of a proposal: the target file it replaces (``base_sha256``, the
+    version the dream read, ``None`` when absent) and the proposed content (a version
+    of dreaming's own store), with the runs it came from."""
 
     path: str
-    target_path: str
-    sha256: str
     base_sha256: str | None
+    sha256: str
     bytes: int
+    #: Workflow IDs of the runs the note came from (capped; ``sources_count`` is all).
+    sources: tuple[str, ...] = ()
+    sources_count: int = 0
 
 
 class Decision(_Model):
     who: str = Field(min_length=1, max_length=200)
     why: str = Field(default="", max_length=2_000)
+    #: Target paths to promote; empty promotes every change of the proposal.
+    only: tuple[str, ...] = Field(default=(), max_length=MAX_CHANGES)
 
 
 class PromotionOutcome(_Model):
     promoted: tuple[str, ...] = ()
+    #: Changes the reviewer left out (``approve --only``): never written.
+    dropped: tuple[str, ...] = ()
+    #: Why nothing was promoted: a target file changed since the dream read it, or a
+    #: path the proposal does not hold. The dream keeps waiting for a decision.
     conflicts: tuple[str, ...] = ()
 
 
 class DreamStatus(StrEnum):
     COLLECTING = "collecting"
+    DREAMING = "dreaming"
     CONSOLIDATING = "consolidating"
     AWAITING_APPROVAL = "awaiting-approval"
     PROMOTING = "promoting"
@@ -118,7 +141,11 @@ class DreamState(_Model):
     target: str
     status: DreamStatus
     runs: int = 0
-    notes: tuple[NoteRef, ...] = ()
+    #: Whether the notes were written by the dreaming agent (a model) or by the
+    #: worker's model-free consolidator.
+    agent: bool = False
+    changes: tuple[FileChange, ...] = ()
+    changes_count: int = 0
     decision: Decision | None = None
     promotion: PromotionOutcome | None = None
     approval_deadline: datetime | None = None
@@ -127,29 +154,38 @@ class DreamState(_Model):
 class DreamResult(_Model):
     target: str
     status: DreamStatus
-    #: The cursor the next dream starts from (the Schedule hands it over as the
-    #: last completion result).
-    cursor: Cursor | None
     runs: int = 0
-    notes: tuple[NoteRef, ...] = ()
+    agent: bool = False
+    changes: tuple[FileChange, ...] = ()
+    changes_count: int = 0
     decision: Decision | None = None
     promotion: PromotionOutcome | None = None
+
+
+class ShowResult(_Model):
+    """A proposal as the reviewer reads it: a unified diff per file (bounded; the
+    whole text is in ``path``, in the data dir's bookkeeping)."""
+
+    text: str
+    truncated: bool = False
+    path: str = ""
 
 
 # -- activity requests and results ------------------------------------------------------
 
 
 class FindRunsRequest(_Model):
-    cursor: Cursor | None
     max_runs: int
     batch_size: int
     statuses: tuple[str, ...]
+    since: datetime | None = None
 
 
 class FindRunsResult(_Model):
     runs: int
     batches: int
-    cursor: Cursor | None
+    #: The worker has a model: the dreaming agent writes the notes.
+    agent: bool = False
 
 
 class ExtractRequest(_Model):
@@ -170,12 +206,30 @@ class ConsolidateRequest(_Model):
 
 class ConsolidateResult(_Model):
     runs: int
-    notes: tuple[NoteRef, ...]
+    notes: int
+
+
+class ProposeRequest(_Model):
+    batches: int = Field(ge=0)
+
+
+class ProposeResult(_Model):
+    changes: tuple[FileChange, ...]
+    changes_count: int
 
 
 class PromoteRequest(_Model):
-    notes: tuple[NoteRef, ...]
+    changes: tuple[FileChange, ...]
     decision: Decision
+
+
+class ReleaseRequest(_Model):
+    batches: int = Field(ge=0)
+
+
+class ShowRequest(_Model):
+    changes: tuple[FileChange, ...]
+    max_bytes: int = Field(default=64 * 1024, gt=0, le=1024 * 1024)
 
 
 # -- what the consolidator sees ------------------------------------------------------------
@@ -207,6 +261,9 @@ class RunRecord(_Model):
     run_id: str
     status: str
     close_time: datetime | None
+    #: The run's task and its final summary (bounded), when its history has them.
+    task: str | None = None
+    summary: str | None = None
     tool_calls: int = 0
     commands: tuple[CommandRecord, ...] = ()
     failures: tuple[FailureRecord, ...] = ()

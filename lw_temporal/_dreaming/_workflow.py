@@ -1,4 +1,6 @@
-"""``lw.Dreaming``: collect, consolidate, then wait for a human decision."""
+"""``lw.Dreaming``: claim and extract runs, let the dreaming agent (or, without a
+model, the consolidator) write notes into dreaming's own store, then wait for a human
+to approve the proposal (whole or in part), reject it, or let it time out."""
 
 from __future__ import annotations
 
@@ -8,19 +10,24 @@ from datetime import datetime, timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
+from .._agent import AgentInput
 from .._errors import INVALID_REQUEST, INVALID_WORKFLOW_ID, NON_RETRYABLE, lw_error
-from .._ids import DREAMING_WORKFLOW, InvalidWorkflowId, parse_workflow_id_for_type
+from .._ids import DREAMING_WORKFLOW, InvalidWorkflowId, Role, parse_workflow_id_for_type
+from .._workflows import _Agent
 from ._models import (
     DREAM_CONSOLIDATE,
     DREAM_EXTRACT,
     DREAM_FIND_RUNS,
     DREAM_PROMOTE,
+    DREAM_PROPOSE,
+    DREAM_RELEASE,
+    DREAM_SHOW,
     QUERY_STATE,
     UPDATE_APPROVE,
     UPDATE_REJECT,
+    UPDATE_SHOW,
     ConsolidateRequest,
     ConsolidateResult,
-    Cursor,
     Decision,
     DreamInput,
     DreamResult,
@@ -28,29 +35,48 @@ from ._models import (
     DreamStatus,
     ExtractRequest,
     ExtractResult,
+    FileChange,
     FindRunsRequest,
     FindRunsResult,
-    NoteRef,
     PromoteRequest,
     PromotionOutcome,
+    ProposeRequest,
+    ProposeResult,
+    ReleaseRequest,
+    ShowRequest,
+    ShowResult,
 )
 
 _ACTIVITY_RETRY = RetryPolicy(maximum_attempts=5, non_retryable_error_types=list(NON_RETRYABLE))
 
 
+def dream_task(target: str, runs: int) -> str:
+    return (
+        f"Consolidate {runs} finished run{'s' if runs != 1 else ''} of {target}: one file "
+        f"each in /mnt/scratch/own/runs/. Write your notes to /mnt/memory/workflow/, then "
+        "call finish."
+    )
+
+
 @workflow.defn(name=DREAMING_WORKFLOW)
-class DreamingWorkflow:
-    """One dream of one target: collect, consolidate, then wait for a human."""
+class DreamingWorkflow(_Agent):
+    """One dream of one target; the agent loop is the one every role runs."""
+
+    role = Role.DREAMING
 
     def __init__(self) -> None:
+        super().__init__()
         self._target = ""
-        self._status = DreamStatus.COLLECTING
+        self._dream_status = DreamStatus.COLLECTING
         self._runs = 0
-        self._notes: tuple[NoteRef, ...] = ()
+        self._agent = False
+        self._changes: tuple[FileChange, ...] = ()
+        self._changes_count = 0
         self._decision: Decision | None = None
-        self._approved = False
         self._promotion: PromotionOutcome | None = None
         self._deadline: datetime | None = None
+        self._promoting = False
+        self._closed = False
 
     @workflow.run
     async def run(self, request: DreamInput) -> DreamResult:
@@ -68,31 +94,23 @@ class DreamingWorkflow:
             )
         self._target = request.target
         options = request.options
-        last = (
-            workflow.get_last_completion_result(DreamResult)
-            if workflow.has_last_completion_result()
-            else None
-        )
-        cursor = last.cursor if last is not None else None
-        if cursor is None and options.since is not None:
-            cursor = Cursor(close_time=options.since)
-
         found = await workflow.execute_activity(
             DREAM_FIND_RUNS,
             FindRunsRequest(
-                cursor=cursor,
                 max_runs=options.max_runs,
                 batch_size=options.batch_size,
                 statuses=options.statuses,
+                since=options.since,
             ),
             result_type=FindRunsResult,
             start_to_close_timeout=timedelta(minutes=10),
             heartbeat_timeout=timedelta(minutes=2),
             retry_policy=_ACTIVITY_RETRY,
         )
+        self._runs = found.runs
         if found.runs == 0:
-            self._status = DreamStatus.NOTHING_NEW
-            return self._result(cursor)
+            self._dream_status = DreamStatus.NOTHING_NEW
+            return self._result()
         for batch in range(found.batches):
             await workflow.execute_activity(
                 DREAM_EXTRACT,
@@ -102,54 +120,65 @@ class DreamingWorkflow:
                 heartbeat_timeout=timedelta(minutes=2),
                 retry_policy=_ACTIVITY_RETRY,
             )
-        self._status = DreamStatus.CONSOLIDATING
-        consolidated = await workflow.execute_activity(
-            DREAM_CONSOLIDATE,
-            ConsolidateRequest(batches=found.batches),
-            result_type=ConsolidateResult,
-            start_to_close_timeout=timedelta(minutes=30),
-            heartbeat_timeout=timedelta(minutes=2),
-            retry_policy=_ACTIVITY_RETRY,
-        )
-        self._runs = consolidated.runs
-        self._notes = consolidated.notes
-
-        self._status = DreamStatus.AWAITING_APPROVAL
-        self._deadline = workflow.now() + options.approval_timeout
-        with contextlib.suppress(TimeoutError):
-            await workflow.wait_condition(
-                lambda: self._decision is not None,
-                timeout=options.approval_timeout,
-                timeout_summary="await approval",
+        self._agent = found.agent
+        if found.agent:
+            self._dream_status = DreamStatus.DREAMING
+            await self._loop(AgentInput(task=dream_task(request.target, found.runs)))
+        else:
+            self._dream_status = DreamStatus.CONSOLIDATING
+            await workflow.execute_activity(
+                DREAM_CONSOLIDATE,
+                ConsolidateRequest(batches=found.batches),
+                result_type=ConsolidateResult,
+                start_to_close_timeout=timedelta(minutes=30),
+                heartbeat_timeout=timedelta(minutes=2),
+                retry_policy=_ACTIVITY_RETRY,
             )
-        decision = self._decision  # a decision accepted as the timer fired still counts
-        if decision is None:
-            # Unreviewed runs stay unconsumed: the next dream reads them again.
-            self._status = DreamStatus.TIMED_OUT
-            return self._result(cursor)
-        if not self._approved:
-            self._status = DreamStatus.REJECTED
-            return self._result(found.cursor)
-        self._status = DreamStatus.PROMOTING
-        self._promotion = await workflow.execute_activity(
-            DREAM_PROMOTE,
-            PromoteRequest(notes=self._notes, decision=decision),
-            result_type=PromotionOutcome,
+        proposal = await workflow.execute_activity(
+            DREAM_PROPOSE,
+            ProposeRequest(batches=found.batches),
+            result_type=ProposeResult,
             start_to_close_timeout=timedelta(minutes=5),
             retry_policy=_ACTIVITY_RETRY,
         )
-        self._status = DreamStatus.APPROVED
-        # Let the approve update hand the outcome to the approver before closing.
-        await workflow.wait_condition(workflow.all_handlers_finished)
-        return self._result(found.cursor)
+        self._changes = proposal.changes
+        self._changes_count = proposal.changes_count
+        if not proposal.changes:
+            self._dream_status = DreamStatus.NOTHING_NEW
+            return self._result()
 
-    def _result(self, cursor: Cursor | None) -> DreamResult:
+        self._dream_status = DreamStatus.AWAITING_APPROVAL
+        self._deadline = workflow.now() + options.approval_timeout
+        with contextlib.suppress(TimeoutError):
+            await workflow.wait_condition(
+                lambda: self._closed,
+                timeout=options.approval_timeout,
+                timeout_summary="await review",
+            )
+        # An approval already promoting as the timer fired still counts.
+        await workflow.wait_condition(lambda: not self._promoting)
+        if not self._closed:
+            self._closed = True
+            self._dream_status = DreamStatus.TIMED_OUT
+            # Unreviewed runs go back to the target's next dream.
+            await workflow.execute_activity(
+                DREAM_RELEASE,
+                ReleaseRequest(batches=found.batches),
+                start_to_close_timeout=timedelta(minutes=5),
+                retry_policy=_ACTIVITY_RETRY,
+            )
+        # Let the deciding update hand its outcome to the reviewer before closing.
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self._result()
+
+    def _result(self) -> DreamResult:
         return DreamResult(
             target=self._target,
-            status=self._status,
-            cursor=cursor,
+            status=self._dream_status,
             runs=self._runs,
-            notes=self._notes,
+            agent=self._agent,
+            changes=self._changes,
+            changes_count=self._changes_count,
             decision=self._decision,
             promotion=self._promotion,
         )
@@ -159,21 +188,58 @@ class DreamingWorkflow:
         return DreamState(
             workflow_id=workflow.info().workflow_id,
             target=self._target,
-            status=self._status,
+            status=self._dream_status,
             runs=self._runs,
-            notes=self._notes,
+            agent=self._agent,
+            changes=self._changes,
+            changes_count=self._changes_count,
             decision=self._decision,
             promotion=self._promotion,
             approval_deadline=self._deadline,
         )
 
+    @workflow.update(name=UPDATE_SHOW)
+    async def show(self, max_bytes: int) -> ShowResult:
+        result: ShowResult = await workflow.execute_activity(
+            DREAM_SHOW,
+            ShowRequest(changes=self._changes, max_bytes=max_bytes),
+            result_type=ShowResult,
+            start_to_close_timeout=timedelta(minutes=2),
+            retry_policy=_ACTIVITY_RETRY,
+        )
+        return result
+
+    @show.validator
+    def _validate_show(self, max_bytes: int) -> None:
+        if not self._changes:
+            raise lw_error(
+                INVALID_REQUEST,
+                f"dream {workflow.info().workflow_id!r} is {self._dream_status.value}: it has "
+                "no proposal to show yet",
+            )
+
     @workflow.update(name=UPDATE_APPROVE)
     async def approve(self, decision: Decision) -> PromotionOutcome:
+        self._promoting = True
+        self._dream_status = DreamStatus.PROMOTING
+        try:
+            outcome: PromotionOutcome = await workflow.execute_activity(
+                DREAM_PROMOTE,
+                PromoteRequest(changes=self._changes, decision=decision),
+                result_type=PromotionOutcome,
+                start_to_close_timeout=timedelta(minutes=5),
+                retry_policy=_ACTIVITY_RETRY,
+            )
+        finally:
+            self._promoting = False
+            self._dream_status = DreamStatus.AWAITING_APPROVAL
+        if outcome.conflicts and not outcome.promoted:
+            return outcome  # nothing changed: the proposal waits for another decision
         self._decision = decision
-        self._approved = True
-        await workflow.wait_condition(lambda: self._promotion is not None)
-        assert self._promotion is not None
-        return self._promotion
+        self._promotion = outcome
+        self._dream_status = DreamStatus.APPROVED
+        self._closed = True
+        return outcome
 
     @approve.validator
     def _validate_approve(self, decision: Decision) -> None:
@@ -182,6 +248,8 @@ class DreamingWorkflow:
     @workflow.update(name=UPDATE_REJECT)
     async def reject(self, decision: Decision) -> DreamStatus:
         self._decision = decision
+        self._dream_status = DreamStatus.REJECTED
+        self._closed = True
         return DreamStatus.REJECTED
 
     @reject.validator
@@ -189,9 +257,9 @@ class DreamingWorkflow:
         self._check_pending("reject")
 
     def _check_pending(self, verb: str) -> None:
-        if self._status is not DreamStatus.AWAITING_APPROVAL or self._decision is not None:
+        if self._dream_status is not DreamStatus.AWAITING_APPROVAL or self._closed:
             raise lw_error(
                 INVALID_REQUEST,
                 f"cannot {verb} dream {workflow.info().workflow_id!r}: it is "
-                f"{self._status.value}, not awaiting approval",
+                f"{self._dream_status.value}, not awaiting approval",
             )

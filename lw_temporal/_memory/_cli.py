@@ -18,7 +18,7 @@ from ._stores import MemoryStores, StoreNotFound
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 
-STORE_FORMS = "workflow:<definition id>, pipeline:<pipeline key> or org"
+STORE_FORMS = "workflow:<definition id>, pipeline:<pipeline key>, org or dreaming:<definition id>"
 
 _HELP = """\
 Inspect and repair the memory stores of a data dir directly: no Temporal server is

@@ -59,6 +59,23 @@ class AuditLog:
         entries = [AuditEntry.model_validate_json(line) for line in lines if line.strip()]
         return entries if path is None else [e for e in entries if e.path == path]
 
+    def read_since(self, offset: int) -> tuple[list[tuple[int, AuditEntry]], int]:
+        """The entries after byte ``offset``, each with the offset its line starts at,
+        and the offset to read from next time (a line still being appended waits)."""
+        try:
+            with self.path.open("rb") as f:
+                f.seek(offset)
+                data = f.read()
+        except FileNotFoundError:
+            return [], 0
+        entries: list[tuple[int, AuditEntry]] = []
+        at = 0
+        while (end := data.find(b"\n", at)) >= 0:
+            if data[at:end].strip():
+                entries.append((offset + at, AuditEntry.model_validate_json(data[at:end])))
+            at = end + 1
+        return entries, offset + at
+
 
 class Ledger:
     def __init__(self, state: Path) -> None:

@@ -14,7 +14,7 @@ from . import _fs
 if TYPE_CHECKING:
     from ._models import VersionInfo
 
-STORE_FORMS = "workflow:<definition id>, pipeline:<pipeline key> or org"
+STORE_FORMS = "workflow:<definition id>, pipeline:<pipeline key>, org or dreaming:<definition id>"
 
 
 class StoreNotFound(LookupError):
@@ -52,13 +52,13 @@ class StoreNames:
 
     def find_store(self, text: str) -> StoreRef:
         """The existing store ``text`` names: ``workflow:<id>``, ``pipeline:<key or a
-        unique prefix>`` or ``org``."""
+        unique prefix>``, ``org`` or ``dreaming:<id>`` (dreaming's notes about ``id``)."""
         kind_text, sep, key = text.partition(":")
         if kind_text == "org" and key in ("", "org"):
             store = StoreRef(StoreKind.ORG, "org")
-        elif kind_text == "workflow" and sep and key:
+        elif kind_text in ("workflow", "dreaming") and sep and key:
             try:
-                store = StoreRef(StoreKind.WORKFLOW, check_definition_id(key))
+                store = StoreRef(StoreKind(kind_text), check_definition_id(key))
             except ValueError as err:
                 raise StoreNotFound(f"STORE {text!r}: {err}") from None
         elif kind_text == "pipeline" and sep and key:

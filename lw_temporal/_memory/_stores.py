@@ -580,6 +580,11 @@ class MemoryStores(StoreNames):
         """The store's audit log, oldest first (optionally for one path)."""
         return self.files(store).audit.read(path=path)
 
+    def audit_since(self, store: StoreRef, offset: int) -> tuple[list[tuple[int, AuditEntry]], int]:
+        """The audit entries after byte ``offset`` of the log, with their offsets, and
+        the offset to ask from next time: a reader that keeps it pays for new entries."""
+        return self.files(store).audit.read_since(offset)
+
     def recorded(self, store: StoreRef, provenance: Provenance) -> LedgerRecord | None:
         """What the activity of ``provenance`` already committed to ``store``, if any:
         a retried activity returns this instead of acting again."""
