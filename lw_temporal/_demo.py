@@ -171,6 +171,7 @@ async def run_demo(args: argparse.Namespace) -> int:
         client = Client(**config)
         async with Worker(client, task_queue=TASK_QUEUE):
             await run_pipeline(client, layout, out, scripted=not spec)
+            await dream_and_approve(client, out, "candidate-review", task_queue=TASK_QUEUE)
             if getattr(args, "hold", False):
                 out("holding the server for the UI; press Ctrl-C to stop")
                 await asyncio.Event().wait()
@@ -185,6 +186,27 @@ async def run_demo(args: argparse.Namespace) -> int:
     out("")
     out(f"done; inspect {layout.root}")
     return 0
+
+
+async def dream_and_approve(client: Client, out: Printer, target: str, *, task_queue: str) -> None:
+    """Dream of ``target`` now, print the proposal's diff, and approve it as a reviewer
+    would with ``lw-temporal dream show`` and ``approve``."""
+    from ._dreaming import DreamInput, approve_dream, show_dream, wait_for_review
+
+    dream_id = f"dream_{target}@{new_token()}"
+    out("")
+    out(f"starting lw.Dreaming {dream_id}")
+    await client.start_workflow(
+        "lw.Dreaming", DreamInput(target=target), id=dream_id, task_queue=task_queue
+    )
+    state = await wait_for_review(client, dream_id)
+    by = "the dreaming agent" if state.agent else "the consolidator"
+    out(f"{dream_id}: {state.status.value}, {state.runs} runs read, notes by {by}")
+    if not state.changes:
+        return
+    out((await show_dream(client, dream_id)).text.rstrip())
+    outcome = await approve_dream(client, dream_id, "demo", "the demo approves its dream")
+    out(f"approved by demo: promoted {', '.join(outcome.promoted)} into {target}'s memory")
 
 
 def _cause_text(err: BaseException) -> str:

@@ -27,6 +27,7 @@ from ._client import (
     reject_dream,
     schedule_dreaming,
     show_dream,
+    wait_for_review,
 )
 from ._consolidator import Consolidation, Consolidator, DefaultConsolidator, DreamContext, Note
 from ._models import (
@@ -86,4 +87,5 @@ __all__ = [
     "reject_dream",
     "schedule_dreaming",
     "show_dream",
+    "wait_for_review",
 ]

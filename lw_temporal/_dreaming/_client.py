@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -148,3 +149,20 @@ async def reject_dream(client: Client, workflow_id: str, who: str, why: str) -> 
         UPDATE_REJECT, Decision(who=who, why=why), result_type=DreamStatus
     )
     return status
+
+
+async def wait_for_review(
+    client: Client, workflow_id: str, *, within: timedelta = timedelta(minutes=10)
+) -> DreamState:
+    """The dream's state once it waits for a reviewer or has closed without a proposal."""
+    handle = client.get_workflow_handle(workflow_id)
+    waiting = {DreamStatus.AWAITING_APPROVAL, DreamStatus.NOTHING_NEW}
+
+    async def poll() -> DreamState:
+        while True:
+            state: DreamState = await handle.query(QUERY_STATE, result_type=DreamState)
+            if state.status in waiting:
+                return state
+            await asyncio.sleep(0.2)
+
+    return await asyncio.wait_for(poll(), within.total_seconds())

@@ -110,7 +110,7 @@ class DreamingWorkflow(_Agent):
         self._runs = found.runs
         if found.runs == 0:
             self._dream_status = DreamStatus.NOTHING_NEW
-            return self._result()
+            return self._dream_result()
         for batch in range(found.batches):
             await workflow.execute_activity(
                 DREAM_EXTRACT,
@@ -145,7 +145,7 @@ class DreamingWorkflow(_Agent):
         self._changes_count = proposal.changes_count
         if not proposal.changes:
             self._dream_status = DreamStatus.NOTHING_NEW
-            return self._result()
+            return self._dream_result()
 
         self._dream_status = DreamStatus.AWAITING_APPROVAL
         self._deadline = workflow.now() + options.approval_timeout
@@ -169,9 +169,9 @@ class DreamingWorkflow(_Agent):
             )
         # Let the deciding update hand its outcome to the reviewer before closing.
         await workflow.wait_condition(workflow.all_handlers_finished)
-        return self._result()
+        return self._dream_result()
 
-    def _result(self) -> DreamResult:
+    def _dream_result(self) -> DreamResult:
         return DreamResult(
             target=self._target,
             status=self._dream_status,
