@@ -143,10 +143,15 @@ async def test_a_concurrent_edit_of_the_target_is_reported_not_overwritten(
         edited.parent.mkdir(parents=True, exist_ok=True)
         edited.write_text("a curator's hand edit\n")
         outcome = await approve_dream(client, handle.id, "alice", "ship it")
+        state = await wait_for_status(handle, DreamStatus.AWAITING_APPROVAL)
+        await reject_dream(client, handle.id, "alice", "the curator's edit wins")
+        result = await handle.result()
 
     assert outcome.promoted == ()
     assert len(outcome.conflicts) == 1 and NOTE in outcome.conflicts[0]
     assert edited.read_text() == "a curator's hand edit\n"
+    assert state.decision is None, "a conflict decides nothing: the proposal still waits"
+    assert result.status is DreamStatus.REJECTED
 
 
 async def test_an_unreviewed_dream_times_out_and_keeps_its_runs_for_the_next(

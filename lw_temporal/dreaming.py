@@ -1,0 +1,61 @@
+"""Dreaming: an agent that consolidates a workflow's finished runs into notes a human
+reviews as a diff before they reach that workflow's memory.
+
+``LittleWorkflowPlugin(dreaming=DreamingSettings(...))`` sets what the dreaming agent is
+told; ``dreaming_consolidator=`` replaces the model-free fallback. The client calls
+below are what ``lw-temporal dream schedule|list|show|approve|reject`` runs.
+"""
+
+from ._dreaming import (
+    DEFAULT_INSTRUCTIONS,
+    Consolidation,
+    Consolidator,
+    Decision,
+    DefaultConsolidator,
+    DreamContext,
+    DreamingSettings,
+    DreamInput,
+    DreamOptions,
+    DreamResult,
+    DreamState,
+    DreamStatus,
+    FileChange,
+    Note,
+    PromotionOutcome,
+    RunRecord,
+    ShowResult,
+    approve_dream,
+    dream_schedule_id,
+    list_dreams,
+    reject_dream,
+    schedule_dreaming,
+    show_dream,
+    wait_for_review,
+)
+
+__all__ = [
+    "DEFAULT_INSTRUCTIONS",
+    "Consolidation",
+    "Consolidator",
+    "Decision",
+    "DefaultConsolidator",
+    "DreamContext",
+    "DreamInput",
+    "DreamOptions",
+    "DreamResult",
+    "DreamState",
+    "DreamStatus",
+    "DreamingSettings",
+    "FileChange",
+    "Note",
+    "PromotionOutcome",
+    "RunRecord",
+    "ShowResult",
+    "approve_dream",
+    "dream_schedule_id",
+    "list_dreams",
+    "reject_dream",
+    "schedule_dreaming",
+    "show_dream",
+    "wait_for_review",
+]
