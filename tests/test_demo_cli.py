@@ -51,8 +51,14 @@ def test_demo_twice_leaves_the_seeds_layout_and_accumulates_memory(tmp_path: Pat
         assert "run tree:" in done.stdout
 
     layout = DataLayout.at(data_dir)
-    pipelines = sorted(p.name for p in layout.runs.iterdir())
-    assert len(pipelines) == 2 and all(p.startswith("pipeline_") for p in pipelines)
+    runs = sorted(p.name for p in layout.runs.iterdir())
+    pipelines = [r for r in runs if r.startswith("pipeline_")]
+    dreams = [r for r in runs if r.startswith("dream_candidate-review@")]
+    assert len(pipelines) == 2 and len(dreams) == 2 and len(runs) == 4
+    for done in outputs:  # each demo ends with a dream by the agent, shown and approved
+        assert "notes by the dreaming agent" in done.stdout
+        assert "+++ b/candidate-review/consolidated.md" in done.stdout
+        assert "approved by demo: promoted consolidated.md" in done.stdout
     for pipeline in pipelines:
         run_dir = layout.runs / pipeline
         assert _tree(run_dir) == _expected_run_tree()
@@ -74,7 +80,10 @@ def test_demo_twice_leaves_the_seeds_layout_and_accumulates_memory(tmp_path: Pat
         "lessons-learned.md",
         "job-templates",
         "job-templates/senior-engineer.md",
+        "consolidated.md",
+        "failures.md",
     }
+    assert "<!--" not in (review_store / "consolidated.md").read_text()
     lessons = (review_store / "lessons-learned.md").read_text()
     for pipeline in pipelines:
         assert lessons.count(f"## {pipeline}/sub-runs/run_candidate-review@1\n") == 1
@@ -94,6 +103,10 @@ def test_demo_twice_leaves_the_seeds_layout_and_accumulates_memory(tmp_path: Pat
         *(f"workflows/candidate-review/{p}" for p in _tree(review_store)),
         "workflows/candidate-scoring",
         "workflows/candidate-scoring/rubric.md",
+        "workflows/memory.dreaming",
+        "workflows/memory.dreaming/candidate-review",
+        "workflows/memory.dreaming/candidate-review/consolidated.md",
+        "workflows/memory.dreaming/candidate-review/failures.md",
     }
 
     # The audit log saw each mutation exactly once, from the role allowed to make it.
@@ -107,4 +120,10 @@ def test_demo_twice_leaves_the_seeds_layout_and_accumulates_memory(tmp_path: Pat
         ("planner", "workflow:candidate-review", "lessons-learned.md"): 2,
         ("planner", "workflow:candidate-scoring", "rubric.md"): 2,
         ("orchestrator", f"pipeline:{pipeline_key(DEFINITIONS)}", "history.md"): 2,
+        # The dreaming agent's bash wrote its own store; each approval, the target.
+        # The second dream's failures.md said what the target already held.
+        ("dreaming", "dreaming:candidate-review", "consolidated.md"): 2,
+        ("dreaming", "dreaming:candidate-review", "failures.md"): 1,
+        ("dreaming", "workflow:candidate-review", "consolidated.md"): 2,
+        ("dreaming", "workflow:candidate-review", "failures.md"): 1,
     }

@@ -168,7 +168,7 @@ def test_redact_reaches_the_file_and_every_kept_version(
         (
             ["audit", "workflows:notes"],
             "STORE 'workflows:notes' is not a memory store; write workflow:<definition id>, "
-            "pipeline:<pipeline key> or org",
+            "pipeline:<pipeline key>, org or dreaming:<definition id>",
         ),
         (["audit", "workflow:Notes"], "definition id 'Notes' is not valid"),
         (["audit", "pipeline:xyz"], "a pipeline key is lowercase hex"),
