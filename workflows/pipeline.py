@@ -88,7 +88,8 @@ grep -h '^# Run ' *.md | sed 's/^# Run /- /' | sort
 echo
 echo "## Lessons the runs recorded"
 echo
-awk '/^## Memory changes/{m=1;next} /^## /{m=0} m&&/^```/{b=!b;next} m&&b&&/^- /' *.md \
+awk 'FNR==1{m=0;b=0} m&&/^```/{b=!b;next} m&&b&&NF&&!/^#/{sub(/^[-*] /,"");print "- " $0;next}
+  !b&&/^## Memory changes/{m=1;next} !b&&/^## /{m=0}' *.md \
   | sort | uniq -c | sort -k1,1nr -k2 \
   | awk '{n=$1; $1=""; sub(/^ /,""); print $0 (n>1 ? " (" n " runs)" : "")}'
 } > NOTES/consolidated.md
