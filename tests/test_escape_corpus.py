@@ -365,6 +365,9 @@ async def run_corpus(
         data / ".lw" / "staging",
         data / ".lw" / "locks",
         data / ".lw" / "sandbox",
+        # The worker's own bookkeeping of the stores and runs a command touched.
+        data / ".lw" / "stores",
+        data / ".lw" / "manifests",
     ]
     try:
         async with bash_worker(dev_env, plugin) as bash:

@@ -57,7 +57,7 @@ def test_attempt_leaks_nothing_and_changes_nothing(
     world: World, name: str, check: Callable[[World, BashResult], None] | None
 ) -> None:
     result, unchanged = world.results[name]
-    assert result.sandbox == "landlock"
+    assert result.sandbox == "landlock+seccomp"
     text = result.stdout + result.stderr
     assert SECRET_ENV not in text and SECRET_FILE not in text
     assert unchanged, f"{name} changed something outside the writable roots"

@@ -59,7 +59,7 @@ async def test_default_plugin_uses_the_kernel_sandbox(
     plugin = LittleWorkflowPlugin(data_dir, [WorkflowDefinition(id="cr")])
     async with bash_worker(dev_env, plugin) as bash:
         result = await bash.one(WORKER, "true")
-    assert result.sandbox in ("bwrap", "landlock")
+    assert result.sandbox in ("bwrap+seccomp", "landlock+seccomp")
 
 
 async def test_heartbeats_keep_a_long_command_alive(

@@ -120,7 +120,7 @@ async def test_a_child_that_fails_without_a_word_is_a_launch_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     class Broken:
-        def __init__(self, overlays: object) -> None:
+        def __init__(self, overlays: object, report_fd: int) -> None:
             pass
 
         def __call__(self) -> None:
@@ -134,6 +134,8 @@ async def test_a_child_that_fails_without_a_word_is_a_launch_failure(
 
 def test_the_launch_is_bwrap_itself(tmp_path: Path) -> None:
     backend = BwrapBackend()
-    launch = backend.launch(overlay_spec(tmp_path, "true"), 3)
+    launch = backend.launch(overlay_spec(tmp_path, "true"), 3, 4)
+    for fd in launch.fds:
+        os.close(fd)
     assert launch.argv[0] == backend.bwrap
-    assert [target for target, _, _ in launch.overlays] == [str(TARGET)]
+    assert [target for target, *_ in launch.overlays] == [str(TARGET)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ._backends import Backend, SandboxUnavailable, UnsandboxedBackend
 from ._bwrap import BwrapBackend
+from ._identity import SandboxUser, secure_data_dir
 from ._landlock import LandlockBackend, landlock_abi
 from ._overlay import (
     CaptureLimits,
@@ -20,6 +21,7 @@ from ._overlay import (
     shown_name,
 )
 from ._run import OutputSink, RunOutcome, run_sandboxed
+from ._selftest import self_test
 from ._spec import (
     DEFAULT_PATH,
     SYSTEM_VIEW,
@@ -87,6 +89,7 @@ __all__ = [
     "SandboxMount",
     "SandboxSpec",
     "SandboxUnavailable",
+    "SandboxUser",
     "SystemView",
     "UnsandboxedBackend",
     "UpperChange",
@@ -96,6 +99,8 @@ __all__ = [
     "landlock_abi",
     "remove_tree",
     "run_sandboxed",
+    "secure_data_dir",
     "select_backend",
+    "self_test",
     "shown_name",
 ]

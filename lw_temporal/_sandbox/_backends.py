@@ -11,11 +11,14 @@ development setups and has a name nobody enables by accident.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import shutil
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from . import _pathview
+from ._identity import SandboxUser
 from ._spec import Limits, SandboxSpec
 from ._userns import Overlay
 
@@ -31,13 +34,42 @@ class Launch:
     cwd: str | None = None
     #: Bytes the runner writes to ``args_fd`` (bwrap's ``--args``).
     payload: bytes | None = None
-    #: The launcher waits for ``payload`` before it forks: the runner sets its rlimits
-    #: first (otherwise the argv does).
+    #: The launcher waits for ``payload`` before it forks, so the runner sets its
+    #: rlimits first (otherwise the argv or the launcher itself does). Only for a
+    #: launcher of the worker's own uid: the worker may lack CAP_SYS_RESOURCE (as in
+    #: containers) and then cannot set another user's limits.
     gated: bool = False
     #: Overlays the runner mounts in the mount namespace ``argv`` starts in.
     overlays: tuple[Overlay, ...] = ()
     #: Further descriptors the launcher inherits (the runner closes them once started).
     fds: tuple[int, ...] = field(default=())
+    #: The launcher itself inherits the report pipe (and closes it before the command
+    #: runs); otherwise only a pre-exec step in the worker's child may write to it.
+    reports: bool = False
+    #: Who the runner starts the launcher as (None: the worker itself, e.g. a launcher
+    #: that switches the command's identity on its own).
+    user: SandboxUser | None = None
+
+
+#: Scripts longer than this travel in a file, not in argv (Linux refuses any single
+#: argument over 128 KiB with E2BIG).
+SCRIPT_ARG_MAX = 64 * 1024
+
+
+def script_through_fd(spec: SandboxSpec) -> tuple[SandboxSpec, tuple[int, ...]]:
+    """``spec`` with a long ``bash -c`` script moved into an inherited in-memory file
+    that bash sources (``source`` reads the whole file before it runs any of it, as
+    ``-c`` does), and the descriptors to pass on."""
+    argv = spec.argv
+    if len(argv) != 3 or argv[:2] != ("/bin/bash", "-c"):
+        return spec, ()
+    script = argv[2].encode("utf-8", "surrogateescape")
+    if len(script) <= SCRIPT_ARG_MAX:
+        return spec, ()
+    fd = os.memfd_create("lw-command", os.MFD_CLOEXEC)
+    os.write(fd, script)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return dataclasses.replace(spec, argv=("/bin/bash", "-c", f". /dev/fd/{fd}")), (fd,)
 
 
 def rlimit_argv(limits: Limits) -> list[str]:
@@ -69,9 +101,11 @@ class Backend(ABC):
         """Raise :class:`SandboxUnavailable` when this backend cannot run here."""
 
     @abstractmethod
-    def launch(self, spec: SandboxSpec, args_fd: int) -> Launch:
+    def launch(self, spec: SandboxSpec, args_fd: int, report_fd: int) -> Launch:
         """The command line; ``args_fd`` is an inherited pipe the runner fills with
-        ``Launch.payload``."""
+        ``Launch.payload``. A launch that fails before the command runs says why on
+        ``report_fd``, which the command itself never holds (a command that prints
+        anything and exits with any status is never taken for a failed launch)."""
 
     def present(self, spec: SandboxSpec, text: str) -> str:
         """The command's output in the agent's names (real folders shown virtual)."""
@@ -95,12 +129,12 @@ class UnsandboxedBackend(Backend):
     def present(self, spec: SandboxSpec, text: str) -> str:
         return _pathview.untranslated(spec, text)
 
-    def launch(self, spec: SandboxSpec, args_fd: int) -> Launch:
+    def launch(self, spec: SandboxSpec, args_fd: int, report_fd: int) -> Launch:
         view = _pathview.build_view(spec)
-        spec = _pathview.translated(spec)
+        spec, fds = script_through_fd(_pathview.translated(spec))
         cwd = spec.real_of(spec.cwd) or view
         env = spec.system.environment(str(cwd), "/tmp")
         env["PWD"] = str(cwd)
         env.update(spec.env)
         argv = rlimit_argv(spec.limits) + list(spec.argv)
-        return Launch(argv, env, str(cwd))
+        return Launch(argv, env, str(cwd), fds=fds, user=spec.user)

@@ -11,13 +11,15 @@ bwrap starts from (:mod:`._userns`), and bwrap binds the merged folders.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import shutil
 import subprocess
 from pathlib import PurePosixPath
 
-from ._backends import Backend, Launch, SandboxUnavailable
+from . import _seccomp
+from ._backends import Backend, Launch, SandboxUnavailable, rlimit_argv, script_through_fd
 from ._spec import Limits, MountMode, SandboxMount, SandboxSpec, SystemView
 from ._userns import Overlay
 
@@ -29,17 +31,38 @@ class BwrapBackend(Backend):
 
     def __init__(self, bwrap: str | None = None) -> None:
         self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
+        self._filter_fd: int | None = None
+
+    @property
+    def guarantees(self) -> str:
+        return "bwrap+seccomp"
 
     def check(self) -> None:
         _probe_bwrap(self.bwrap)
+        try:
+            _seccomp.check()
+        except _seccomp.SeccompUnavailable as err:
+            raise SandboxUnavailable(str(err)) from None
+
+    def seccomp_fd(self) -> int:
+        """A fresh descriptor of the exported filter (bwrap reads it to the end)."""
+        if self._filter_fd is None:
+            self._filter_fd = _seccomp.memfd(_seccomp.Profile.NAMESPACES)
+        return os.open(f"/proc/self/fd/{self._filter_fd}", os.O_RDONLY | os.O_CLOEXEC)
 
     def bwrap_argv(
-        self, spec: SandboxSpec, *, merged: dict[str, str] | None = None, args_fd: int | None = None
+        self,
+        spec: SandboxSpec,
+        *,
+        merged: dict[str, str] | None = None,
+        args_fd: int | None = None,
+        seccomp_fd: int | None = None,
     ) -> tuple[list[str], bytes | None]:
         """The bwrap command line; ``merged`` maps overlay targets to mounted folders.
 
         With ``args_fd`` the options travel through that pipe (bwrap ``--args``), so
-        the sandbox's pid 1 shows no host paths in its ``/proc/1/cmdline``."""
+        the sandbox's pid 1 shows no host paths in its ``/proc/1/cmdline``; with
+        ``seccomp_fd`` bwrap loads that filter right before it runs the command."""
         options = _bwrap_options(
             spec.system,
             spec.mounts,
@@ -49,16 +72,23 @@ class BwrapBackend(Backend):
             tuple(sorted((merged or {}).items())),
         )
         command = ["--", *spec.argv]
+        if seccomp_fd is not None:
+            command = ["--seccomp", str(seccomp_fd), *command]
         if args_fd is None:
             return [self.bwrap, *options[0], *command], None
         return [self.bwrap, "--args", str(args_fd), *command], options[1]
 
-    def launch(self, spec: SandboxSpec, args_fd: int) -> Launch:
+    def launch(self, spec: SandboxSpec, args_fd: int, report_fd: int) -> Launch:
+        spec, fds = script_through_fd(spec)
+        gated = spec.user is None
+        if not gated:  # a separate user: the command sets its own limits, then execs
+            spec = dataclasses.replace(spec, argv=(*rlimit_argv(spec.limits), *spec.argv))
+        fds = (*fds, self.seccomp_fd())
         overlays = [m for m in spec.mounts if m.mode is MountMode.OVERLAY]
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
         if not overlays:
-            argv, payload = self.bwrap_argv(spec, args_fd=args_fd)
-            return Launch(argv, env, payload=payload, gated=True)
+            argv, payload = self.bwrap_argv(spec, args_fd=args_fd, seccomp_fd=fds[-1])
+            return Launch(argv, env, payload=payload, gated=gated, fds=fds, user=spec.user)
         merged: dict[str, str] = {}
         mounts: list[Overlay] = []
         for mount in overlays:
@@ -67,15 +97,28 @@ class BwrapBackend(Backend):
             work, target = str(mount.staging / "work"), str(mount.staging / "merged")
             for path in (lower, upper, work):
                 if any(c in path for c in ",:\\"):
+                    for fd in fds:
+                        os.close(fd)
                     raise SandboxUnavailable(
                         f"overlay folder {path!r} contains ',', ':' or '\\', which overlay "
                         "mount options cannot carry; use a data dir without them"
                     )
+            idmap = ""
+            if spec.user is not None:  # the worker's store shown as the sandbox user's
+                idmap, lower = lower, str(mount.staging / "lower")
             options = f"userxattr,lowerdir={lower},upperdir={upper},workdir={work}"
-            mounts.append((str(mount.target), target, options))
+            mounts.append((str(mount.target), target, options, idmap))
             merged[str(mount.target)] = target
-        argv, payload = self.bwrap_argv(spec, merged=merged, args_fd=args_fd)
-        return Launch(argv, env, payload=payload, gated=True, overlays=tuple(mounts))
+        argv, payload = self.bwrap_argv(spec, merged=merged, args_fd=args_fd, seccomp_fd=fds[-1])
+        return Launch(
+            argv,
+            env,
+            payload=payload,
+            gated=gated,
+            overlays=tuple(mounts),
+            fds=fds,
+            user=spec.user,
+        )
 
 
 def system_options(system: SystemView, limits: Limits) -> list[str]:

@@ -18,14 +18,17 @@ processes are visible in ``/proc``, though not signalable or traceable); the rea
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import json
+import os
 import sys
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import _pathview
-from ._backends import Backend, Launch, SandboxUnavailable
+from . import _pathview, _seccomp
+from ._backends import Backend, Launch, SandboxUnavailable, script_through_fd
 from ._spec import MountMode, SandboxSpec
 
 EXECUTE = 1 << 0
@@ -101,7 +104,15 @@ class LandlockBackend(Backend):
         self.abi = 0
         self.allow_old_abi = allow_old_abi
 
+    @property
+    def guarantees(self) -> str:
+        return "landlock+seccomp"
+
     def check(self) -> None:
+        try:
+            _seccomp.check()
+        except _seccomp.SeccompUnavailable as err:
+            raise SandboxUnavailable(str(err)) from None
         self.abi = landlock_abi()
         if self.abi < 1:
             raise SandboxUnavailable(
@@ -118,12 +129,10 @@ class LandlockBackend(Backend):
     def present(self, spec: SandboxSpec, text: str) -> str:
         return _pathview.untranslated(spec, text)
 
-    def launch(self, spec: SandboxSpec, args_fd: int) -> Launch:
+    def launch(self, spec: SandboxSpec, args_fd: int, report_fd: int) -> Launch:
         view = _pathview.build_view(spec)
-        spec = _pathview.translated(spec)
-        tmp = spec.private_dir / "tmp" if spec.private_dir else None
-        if tmp is not None:
-            tmp.mkdir(parents=True, exist_ok=True)
+        spec, fds = script_through_fd(_pathview.translated(spec))
+        tmp = private_tmp(spec)
         rules = ruleset(spec, self.abi, tmp)
         cwd = spec.real_of(spec.cwd) or view
         env = spec.system.environment(str(cwd), str(tmp) if tmp else "/nonexistent")
@@ -138,8 +147,67 @@ class LandlockBackend(Backend):
             "cwd": str(cwd),
             "argv": list(spec.argv),
             "env": env,
+            "seccomp": base64.b64encode(_seccomp.bpf(_seccomp.Profile.LANDLOCK)).decode(),
+            "tmp": str(tmp) if tmp else None,
+            "rlimits": rlimits(spec),
+            "user": [spec.user.uid, spec.user.gid] if spec.user else None,
         }
-        argv = [sys.executable, "-I", "-S", str(_LAUNCHER), str(args_fd)]
+        argv = [sys.executable, "-I", "-S", str(_LAUNCHER), str(args_fd), str(report_fd)]
         return Launch(
-            argv, {"PATH": "/usr/bin:/bin"}, payload=json.dumps(payload).encode(), gated=True
+            argv,
+            {"PATH": "/usr/bin:/bin"},
+            payload=json.dumps(payload).encode(),
+            fds=fds,
+            reports=True,
         )
+
+
+def rlimits(spec: SandboxSpec) -> dict[str, int]:
+    """The limits the launcher sets on itself before it forks the command."""
+    limits = spec.limits
+    return {
+        "RLIMIT_NPROC": limits.nproc,
+        "RLIMIT_FSIZE": limits.file_size,
+        "RLIMIT_AS": limits.address_space,
+        "RLIMIT_NOFILE": limits.open_files,
+        "RLIMIT_CORE": 0,
+    }
+
+
+#: Where Landlock's per-command ``TMPDIR`` lives when it can: a tmpfs (bounded by its
+#: size, never the data-dir disk).
+_SHM = Path("/dev/shm")
+_TMPFS_MAGIC = 0x01021994
+
+
+def private_tmp(spec: SandboxSpec) -> Path | None:
+    """A fresh ``TMPDIR`` for one command, owned by the sandbox user: on ``/dev/shm``
+    when that is a tmpfs the worker may write, else in the command's private folder.
+    The launcher removes it when the command ends."""
+    if spec.private_dir is None:
+        return None
+    tmp = spec.private_dir / "tmp"
+    if _on_tmpfs(_SHM):
+        tmp = _SHM / f"lw-tmp-{uuid.uuid4().hex}"
+    tmp.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if spec.user is not None:
+        spec.user.own(tmp)
+    return tmp
+
+
+def _on_tmpfs(path: Path) -> bool:
+    try:
+        return os.access(path, os.W_OK) and _fs_type(path) == _TMPFS_MAGIC
+    except OSError:
+        return False
+
+
+def _fs_type(path: Path) -> int:
+    class _StatFs(ctypes.Structure):
+        _fields_ = (("f_type", ctypes.c_long), ("rest", ctypes.c_byte * 112))
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = _StatFs()
+    if libc.statfs(os.fsencode(path), ctypes.byref(buf)) != 0:
+        raise OSError(ctypes.get_errno(), "statfs")
+    return int(buf.f_type) & 0xFFFFFFFF

@@ -1,8 +1,12 @@
 """Landlock launcher: restrict this process with Landlock, then run the command.
 
-Run as ``python -I -S _landlock_launch.py FD``: standard library only, the whole
-specification read as JSON from the pipe FD (so nothing of it is visible in
-``/proc/<pid>/cmdline``). The launcher stays the command's parent (outside the
+Run as ``python -I -S _landlock_launch.py FD REPORT_FD``: standard library only, the
+whole specification read as JSON from the pipe FD (so nothing of it is visible in
+``/proc/<pid>/cmdline``). The command's process restricts itself with Landlock, drops
+every capability, loads the seccomp filter the worker compiled with libseccomp (the
+last step: the filter also binds this launcher's own last calls) and execs. A step
+that fails says why on REPORT_FD, which is closed on that exec, so the command can
+never forge a launch failure. The launcher stays the command's parent (outside the
 command's Landlock domain) and a child subreaper, so on SIGTERM (timeout,
 cancellation, or the worker dying through the parent-death signal) it kills every
 descendant, including those that left the
@@ -11,10 +15,13 @@ process group with ``setsid``.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import ctypes
 import json
 import os
+import resource
+import shutil
 import signal
 import sys
 from typing import Any
@@ -29,6 +36,8 @@ PR_SET_CHILD_SUBREAPER = 36
 PR_CAPBSET_DROP = 24
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
 CAPABILITY_VERSION_3 = 0x20080522
 #: Access rights that apply to a regular file (others are for folders only).
 FILE_RIGHTS = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)
@@ -50,10 +59,25 @@ class _PathBeneath(ctypes.Structure):
     _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
 
 
+_report_fd = 2
+
+
 def _fail(message: str) -> None:
-    sys.stderr.write(f"lw-sandbox: launch failed: {message}\n")
-    sys.stderr.flush()
+    with contextlib.suppress(OSError):
+        os.write(_report_fd, f"lw-sandbox: launch failed: {message}\n".encode())
     os._exit(125)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+
+def _load_seccomp(program: bytes) -> None:
+    """Install the exported filter (an array of 8-byte ``sock_filter`` entries)."""
+    buffer = ctypes.create_string_buffer(program, len(program))
+    prog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        _fail(f"seccomp filter: {os.strerror(ctypes.get_errno())}")
 
 
 def _restrict(spec: dict[str, Any]) -> None:
@@ -92,12 +116,19 @@ class _CapData(ctypes.Structure):
     )
 
 
-def _drop_capabilities() -> None:
-    """A root worker's command keeps uid 0 (it owns the scratch files) but no
-    capability: none now, none after exec (empty bounding set)."""
+def _drop_capabilities(user: list[int] | None) -> None:
+    """No capability now or after exec (empty bounding set); under a root worker the
+    command also becomes the sandbox user (``user`` = [uid, gid]) with no other group."""
     for cap in range(64):
         _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
     _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    if user is not None:
+        try:
+            os.setgroups([user[1]])
+            os.setresgid(user[1], user[1], user[1])
+            os.setresuid(user[0], user[0], user[0])
+        except OSError as err:
+            _fail(f"switching to the sandbox user: {err.strerror}")
     data = (_CapData * 2)()
     if _libc.capset(ctypes.byref(_CapHeader(CAPABILITY_VERSION_3, 0)), data) != 0:
         _fail(f"capset: {os.strerror(ctypes.get_errno())}")
@@ -134,7 +165,9 @@ def _kill_all(child: int) -> None:
 
 
 def main() -> None:
+    global _report_fd
     fd = int(sys.argv[1])
+    _report_fd = int(sys.argv[2])
     chunks = []
     while True:
         chunk = os.read(fd, 1 << 16)
@@ -143,16 +176,31 @@ def main() -> None:
         chunks.append(chunk)
     os.close(fd)
     spec = json.loads(b"".join(chunks))
+    for name, value in spec["rlimits"].items():
+        try:
+            resource.setrlimit(getattr(resource, name), (value, value))
+        except (ValueError, OSError) as err:  # lowering never fails; raising may
+            _, hard = resource.getrlimit(getattr(resource, name))
+            if hard != resource.RLIM_INFINITY and hard < value:
+                resource.setrlimit(getattr(resource, name), (hard, hard))
+            else:
+                _fail(f"{name}: {err}")
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     child = os.fork()
     if child == 0:
         # Only the command is restricted: the launcher stays outside its Landlock
         # domain, so the command can neither signal nor trace it (ABI 6 scoping).
-        _restrict(spec)
-        _drop_capabilities()
-        os.chdir(spec["cwd"])
-        os.execve(spec["argv"][0], spec["argv"], spec["env"])
+        try:
+            _restrict(spec)
+            _drop_capabilities(spec.get("user"))
+            os.chdir(spec["cwd"])
+            os.set_inheritable(_report_fd, False)
+            _load_seccomp(base64.b64decode(spec["seccomp"]))
+            os.execve(spec["argv"][0], spec["argv"], spec["env"])
+        except OSError as err:
+            _fail(f"{spec['argv'][0]}: {err.strerror}")
+    os.close(_report_fd)
     stopping = False
 
     def stop(signum: int, frame: object) -> None:
@@ -172,6 +220,8 @@ def main() -> None:
             status = os.waitstatus_to_exitcode(code)
             break
     _kill_all(child)  # the command is done: nothing it started may outlive it
+    if spec.get("tmp"):
+        shutil.rmtree(spec["tmp"], ignore_errors=True)
     os._exit(128 - status if status < 0 else status)
 
 

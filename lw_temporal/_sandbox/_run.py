@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, ClassVar
 
 from ._backends import Backend, Launch
+from ._identity import SandboxUser, thread_as
 from ._spec import Limits, SandboxSpec
 from ._userns import (
     LAUNCH_FAILED_MARKER,
@@ -40,10 +41,11 @@ from ._userns import (
 _CHUNK = 1 << 16
 
 
-def _create_beside_agent(path: Path) -> IO[bytes]:
+def _create_beside_agent(path: Path, user: SandboxUser | None = None) -> IO[bytes]:
     """Create ``path`` in a folder the sandboxed command can write, as the worker,
     without following any symlink the command planted there (the folder itself or
-    the file): otherwise the worker would write wherever the agent points it."""
+    the file): otherwise the worker would write wherever the agent points it. Both
+    belong to the sandbox user, like everything else in the command's scratch."""
     folder = path.parent
     try:
         folder.mkdir(exist_ok=False)
@@ -59,6 +61,9 @@ def _create_beside_agent(path: Path) -> IO[bytes]:
             0o644,
             dir_fd=dir_fd,
         )
+        if user is not None:
+            os.fchown(dir_fd, user.uid, user.gid)
+            os.fchown(fd, user.uid, user.gid)
     finally:
         os.close(dir_fd)
     return os.fdopen(fd, "wb")
@@ -68,7 +73,10 @@ class OutputSink:
     """Keeps ``cap`` bytes for the result; spills everything (to ``save_cap``) to
     ``path`` once the stream outgrows the cap."""
 
-    def __init__(self, cap: int, save_cap: int, path: Path) -> None:
+    def __init__(
+        self, cap: int, save_cap: int, path: Path, user: SandboxUser | None = None
+    ) -> None:
+        self.user = user
         self.cap = cap
         self.save_cap = save_cap
         self.path = path
@@ -91,7 +99,7 @@ class OutputSink:
             self.head += data
             return
         if self._file is None:
-            self._file = _create_beside_agent(self.path)
+            self._file = _create_beside_agent(self.path, self.user)
             self._save(bytes(self.head))
             room = self.cap - len(self.head)
             self.head += data[: max(room, 0)]
@@ -114,6 +122,8 @@ class RunOutcome:
     exit_code: int
     timed_out: bool
     duration: float
+    #: Why the sandbox could not be set up (the command never ran), else None.
+    launch_failed: str | None = None
 
 
 @functools.cache
@@ -183,62 +193,77 @@ class _Spawner:
             self.executor.shutdown(wait=True)
             self.cgroup.rmdir()
 
-    async def popen(
-        self, launch: Launch, args_fd: int, limits: Limits, payload_fd: int
-    ) -> subprocess.Popen[bytes]:
+    async def popen(self, launch: Launch, start: _Start) -> subprocess.Popen[bytes]:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self.executor, self._spawn, launch, args_fd, limits, payload_fd
-        )
+        return await loop.run_in_executor(self.executor, self._spawn, launch, start)
 
-    def _spawn(
-        self, launch: Launch, args_fd: int, limits: Limits, payload_fd: int
-    ) -> subprocess.Popen[bytes]:
+    def _spawn(self, launch: Launch, start: _Start) -> subprocess.Popen[bytes]:
         if launch.overlays and not self._mounts_tried:  # the first overlay: on this thread
             self._mounts_tried = True
             self.mounts = ThreadMounts.enter()
-        return self._start(launch, args_fd, limits, payload_fd, self.mounts)
+        return self._start(launch, start, self.mounts)
 
     @staticmethod
     def _start(
-        launch: Launch,
-        args_fd: int,
-        limits: Limits,
-        payload_fd: int,
-        mounts: ThreadMounts | None = None,
+        launch: Launch, start: _Start, mounts: ThreadMounts | None = None
     ) -> subprocess.Popen[bytes]:
-        """Start ``launch``; its overlays go into ``mounts`` (the calling thread's own
-        namespace) or, without it, into a namespace the child makes before its exec."""
+        """Start ``launch`` as the sandbox user; its overlays go into ``mounts`` (the
+        calling thread's own namespace) or, without it, into a namespace the child
+        makes before its exec."""
         preexec: OverlayNamespace | None = None
+        user = start.user
         with contextlib.ExitStack() as namespace:
             if launch.overlays and mounts is not None:
-                namespace.enter_context(mounts.mounted(launch.overlays))
+                ids = (user.uid, user.gid) if user is not None else None
+                namespace.enter_context(mounts.mounted(launch.overlays, ids))
             elif launch.overlays:
-                preexec = OverlayNamespace(launch.overlays)
-            proc = subprocess.Popen(
-                launch.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=launch.env,
-                cwd=launch.cwd,
-                start_new_session=True,
-                close_fds=True,
-                pass_fds=(args_fd,),
-                preexec_fn=preexec,
-            )
+                preexec = OverlayNamespace(launch.overlays, start.report_write)
+            try:
+                with thread_as(launch.user):
+                    proc = subprocess.Popen(
+                        launch.argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        env=launch.env,
+                        cwd=launch.cwd,
+                        start_new_session=True,
+                        close_fds=True,
+                        pass_fds=(
+                            start.args_read,
+                            *((start.report_write,) if launch.reports else ()),
+                            *launch.fds,
+                        ),
+                        preexec_fn=preexec,
+                    )
+            finally:
+                for fd in launch.fds:
+                    os.close(fd)
         try:
             if launch.gated:
-                _set_rlimits(proc.pid, limits)
+                _set_rlimits(proc.pid, start.limits)
             if launch.payload:
                 with contextlib.suppress(OSError):
-                    fcntl.fcntl(payload_fd, fcntl.F_SETPIPE_SZ, max(len(launch.payload), 4096))
-                os.write(payload_fd, launch.payload)
+                    fcntl.fcntl(
+                        start.args_write, fcntl.F_SETPIPE_SZ, max(len(launch.payload), 4096)
+                    )
+                os.write(start.args_write, launch.payload)
         except BaseException:
             _kill_group(proc.pid)
             proc.wait()
             raise
         return proc
+
+
+@dataclass(frozen=True, slots=True)
+class _Start:
+    """What the runner hands the spawner besides the launch: pipes, limits, identity."""
+
+    args_read: int
+    args_write: int
+    report_write: int
+    limits: Limits
+    user: SandboxUser | None
 
 
 class _Reader:
@@ -331,23 +356,24 @@ async def run_sandboxed(
     spawner = _Spawner.get(spec.limits.pids) if use_pids_cgroup else None
     started = time.monotonic()
     args_read, args_write = os.pipe()
+    report_read, report_write = os.pipe()
+    start = _Start(args_read, args_write, report_write, spec.limits, spec.user)
     try:
-        launch = backend.launch(spec, args_read)
+        launch = backend.launch(spec, args_read, report_write)
         if spawner is not None:
-            proc = await spawner.popen(launch, args_read, spec.limits, args_write)
+            proc = await spawner.popen(launch, start)
         else:
-            proc = _Spawner._start(launch, args_read, spec.limits, args_write)
-    except (LaunchFailed, subprocess.SubprocessError) as err:
+            proc = _Spawner._start(launch, start)
+    except (LaunchFailed, subprocess.SubprocessError, OSError) as err:
         # An overlay the spawner could not mount, or a child that failed before its
         # exec without saying why: the same failure as one the child reports itself.
+        os.close(report_read)
         text = str(err) if isinstance(err, LaunchFailed) else f"{LAUNCH_FAILED_MARKER}: {err}"
-        stderr.write(f"{text}\n".encode())
-        stdout.close()
-        stderr.close()
-        return RunOutcome(LAUNCH_FAILED_STATUS, False, time.monotonic() - started)
+        return _launch_failed(text, stdout, stderr, started)
     finally:
         os.close(args_read)
         os.close(args_write)
+        os.close(report_write)
     assert proc.stdout is not None and proc.stderr is not None
     readers = [
         _Reader(loop, os.dup(proc.stdout.fileno()), stdout),
@@ -399,12 +425,36 @@ async def run_sandboxed(
             reader.close()
         stdout.close()
         stderr.close()
+    report = _drain(report_read)
+    if report:
+        return _launch_failed(report.decode("utf-8", "replace").strip(), stdout, stderr, started)
     duration = time.monotonic() - started
     code = proc.returncode if proc.returncode is not None else -1
     if code < 0:  # killed by a signal: report it the way a shell does
         code = 128 - code
-    return RunOutcome(
-        exit_code=code,
-        timed_out=timed_out,
-        duration=duration,
-    )
+    return RunOutcome(exit_code=code, timed_out=timed_out, duration=duration)
+
+
+def _drain(fd: int) -> bytes:
+    """Everything the launch wrote to its report pipe (its write ends are all closed
+    once the launcher has exec'd the command or exited)."""
+    chunks = []
+    try:
+        os.set_blocking(fd, False)
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(fd, 1 << 12):
+                chunks.append(chunk)
+                if sum(map(len, chunks)) > 1 << 14:
+                    break
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def _launch_failed(text: str, stdout: OutputSink, stderr: OutputSink, started: float) -> RunOutcome:
+    if not text.startswith(LAUNCH_FAILED_MARKER):
+        text = f"{LAUNCH_FAILED_MARKER}: {text}"
+    stdout.close()
+    stderr.write(f"{text}\n".encode())
+    stderr.close()
+    return RunOutcome(LAUNCH_FAILED_STATUS, False, time.monotonic() - started, launch_failed=text)

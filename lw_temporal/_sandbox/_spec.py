@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
+from ._identity import SandboxUser
+
 
 class MountMode(StrEnum):
     RO = "ro"
@@ -127,6 +129,8 @@ class SandboxSpec:
     #: removes afterwards), e.g. for a symlink view of the mounts.
     private_dir: Path | None = None
     system: SystemView = SYSTEM_VIEW
+    #: The host identity the command runs as; ``None``: the worker's own (non-root).
+    user: SandboxUser | None = None
 
     def real_of(self, virtual: PurePosixPath) -> Path | None:
         """The real folder behind a virtual path (for backends without a mount view)."""

@@ -18,9 +18,16 @@ Either way bwrap creates its own nested user namespace as usual. Everything the 
 needs (the libc functions, every path and option string, the messages) is prepared
 before the fork: the child runs between fork and exec of a threaded process, where it
 should do nothing but system calls. A step that fails writes ``LAUNCH_FAILED_MARKER``
-and the reason to the command's stderr and exits with ``LAUNCH_FAILED_STATUS`` (in the
-spawner thread: raises :class:`LaunchFailed` with that text), which the caller reports
-as a sandbox failure.
+and the reason to the runner's report pipe (closed on exec, so the command never holds
+it) and exits with ``LAUNCH_FAILED_STATUS`` (in the spawner thread: raises
+:class:`LaunchFailed` with that text), which the caller reports as a sandbox failure.
+
+When commands run as a separate sandbox user (a root worker), the store folder under
+an overlay is owned by the worker, which the sandbox user could not write through the
+overlay. So the thread path first makes an idmapped copy of the store folder's mount
+(host uid/gid 0 shown as the sandbox user's) and uses that as the overlay's lower
+layer: the command writes as its own user, the upper folder records files it owns, and
+the store itself is untouched.
 """
 
 from __future__ import annotations
@@ -36,8 +43,10 @@ from typing import Any
 LAUNCH_FAILED_STATUS = 125
 LAUNCH_FAILED_MARKER = "lw-sandbox: launch failed"
 
-#: One overlay: (target the command sees, merged folder, overlay mount options).
-Overlay = tuple[str, str, str]
+#: One overlay: (target the command sees, merged folder, overlay mount options, and
+#: for an idmapped lower layer the store folder, "" otherwise). The options then name
+#: ``<staging>/lower`` as the lower layer, where the idmapped copy is mounted.
+Overlay = tuple[str, str, str, str]
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
@@ -83,14 +92,20 @@ def _encoded(overlays: tuple[Overlay, ...]) -> tuple[tuple[bytes, bytes, bytes],
                 "utf-8", "backslashreplace"
             ),
         )
-        for target, merged, options in overlays
+        for target, merged, options, _ in overlays
     )
 
 
 class OverlayNamespace:
     """A ``preexec_fn``: enter a user and mount namespace, mount the overlays."""
 
-    def __init__(self, overlays: tuple[Overlay, ...]) -> None:
+    def __init__(self, overlays: tuple[Overlay, ...], report_fd: int = 2) -> None:
+        if any(idmap for *_, idmap in overlays):
+            raise LaunchFailed(
+                f"{LAUNCH_FAILED_MARKER}: an idmapped overlay needs the spawner's own mount "
+                "namespace (CAP_SYS_ADMIN)"
+            )
+        self._report_fd = report_fd
         self._unshare, self._mount, _ = _libc()
         self._files = (
             (b"/proc/self/setgroups", b"deny"),
@@ -133,7 +148,7 @@ class OverlayNamespace:
     def _fail(self, message: bytes, code: int) -> None:
         reason = self._reasons.get(code, self._unknown) if code else b""
         try:
-            os.write(2, message + reason)
+            os.write(self._report_fd, message + reason)
         finally:
             os._exit(LAUNCH_FAILED_STATUS)
 
@@ -166,19 +181,122 @@ class ThreadMounts:
             os.close(host_fd)
 
     @contextlib.contextmanager
-    def mounted(self, overlays: tuple[Overlay, ...]) -> Iterator[None]:
+    def mounted(
+        self, overlays: tuple[Overlay, ...], user: tuple[int, int] | None = None
+    ) -> Iterator[None]:
         """Inside: the calling thread is in a fresh copy of its namespace with the
         overlays mounted; a child started there keeps that copy, nobody else sees it.
+        ``user`` (uid, gid) is whom an idmapped lower layer shows the worker's files as.
         Raises :class:`LaunchFailed` when an overlay cannot be mounted."""
         if self._unshare(_CLONE_NEWNS) != 0:
             code = ctypes.get_errno()
             raise LaunchFailed(f"{LAUNCH_FAILED_MARKER}: mount namespace: {os.strerror(code)}")
         try:
-            for merged, options, failed in _encoded(overlays):
-                if self._mount(b"lw-overlay", merged, b"overlay", 0, options) != 0:
+            for (target, _, options, idmap), (merged, encoded, failed) in zip(
+                overlays, _encoded(overlays), strict=True
+            ):
+                if idmap:
+                    assert user is not None, "an idmapped overlay needs the sandbox user"
+                    lower = options.split("lowerdir=", 1)[1].split(",", 1)[0]
+                    _idmapped_bind(idmap, lower, user, target)
+                if self._mount(b"lw-overlay", merged, b"overlay", 0, encoded) != 0:
                     reason = os.strerror(ctypes.get_errno())
                     raise LaunchFailed(failed.decode("utf-8", "replace") + reason)
             yield
         finally:
             if self._setns(self._base_fd, _CLONE_NEWNS) != 0:  # pragma: no cover
                 raise OSError(ctypes.get_errno(), "cannot leave a sandbox's mount namespace")
+
+
+_SYS_OPEN_TREE = 428
+_SYS_MOVE_MOUNT = 429
+_SYS_MOUNT_SETATTR = 442
+_OPEN_TREE_CLONE = 1
+_AT_EMPTY_PATH = 0x1000
+_AT_FDCWD = -100
+_MOVE_MOUNT_F_EMPTY_PATH = 4
+_MOUNT_ATTR_IDMAP = 0x00100000
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = (
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    )
+
+
+@functools.cache
+def _idmap_userns(uid: int, gid: int) -> int:
+    """A user namespace mapping id 0 to (uid, gid), kept open for idmapped mounts."""
+    _libc()  # resolved before the fork: the child makes one system call and waits
+    ready_r, ready_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child only holds the namespace
+        try:
+            os.close(ready_r)
+            os.close(done_w)
+            unshare, _, _ = _libc()
+            os.write(ready_w, b"1" if unshare(_CLONE_NEWUSER) == 0 else b"0")
+            os.read(done_r, 1)
+        finally:
+            os._exit(0)
+    os.close(ready_w)
+    os.close(done_r)
+    try:
+        if os.read(ready_r, 1) != b"1":
+            raise LaunchFailed(f"{LAUNCH_FAILED_MARKER}: cannot create the idmap namespace")
+        for name, data in (
+            ("uid_map", f"0 {uid} 1\n"),
+            ("setgroups", "deny"),
+            ("gid_map", f"0 {gid} 1\n"),
+        ):
+            with open(f"/proc/{pid}/{name}", "w") as ids:
+                ids.write(data)
+        return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(done_w)
+        os.close(ready_r)
+        os.waitpid(pid, 0)
+
+
+def _idmapped_bind(source: str, mountpoint: str, user: tuple[int, int], target: str) -> None:
+    """Mount an idmapped copy of ``source`` on ``mountpoint`` (this thread's namespace)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    failed = f"{LAUNCH_FAILED_MARKER}: idmapped lower layer for {target}: "
+    tree = libc.syscall(
+        _SYS_OPEN_TREE, _AT_FDCWD, os.fsencode(source), _OPEN_TREE_CLONE | os.O_CLOEXEC
+    )
+    if tree < 0:
+        raise LaunchFailed(failed + os.strerror(ctypes.get_errno()))
+    try:
+        attr = _MountAttr(_MOUNT_ATTR_IDMAP, 0, 0, _idmap_userns(*user))
+        if (
+            libc.syscall(
+                _SYS_MOUNT_SETATTR,
+                tree,
+                b"",
+                _AT_EMPTY_PATH,
+                ctypes.byref(attr),
+                ctypes.sizeof(attr),
+            )
+            != 0
+        ):
+            raise LaunchFailed(failed + os.strerror(ctypes.get_errno()))
+        if (
+            libc.syscall(
+                _SYS_MOVE_MOUNT,
+                tree,
+                b"",
+                _AT_FDCWD,
+                os.fsencode(mountpoint),
+                _MOVE_MOUNT_F_EMPTY_PATH,
+            )
+            != 0
+        ):
+            raise LaunchFailed(failed + os.strerror(ctypes.get_errno()))
+    finally:
+        os.close(tree)
