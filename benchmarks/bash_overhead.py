@@ -6,8 +6,12 @@ against plain ``bash -c true``, measured round-robin in the same run.
 staging setup, the sandbox, output capture and, for the planner, reading the overlay's
 upper dir. The bare bwrap runs the identical bwrap command line (with the overlay's
 store bound directly, since a bare bwrap has no overlay) with the same ``bash -c true``
-through ``subprocess.run(capture_output=True)``: no pre-check, no rlimits, no pids
-cgroup, no output caps. The runners take turns in a rotating order, so none always
+through ``subprocess.run(capture_output=True)``, loading the same seccomp filter
+(``--seccomp``, a fresh descriptor each run as lw.bash does): no pre-check, no rlimits,
+no pids cgroup, no output caps. It runs as the same sandbox user (a root worker's
+commands never run as host root), started the same way (the spawning thread takes the
+user's ids around a vfork); lw.bash also sets its rlimits with ``prlimit`` inside.
+The runners take turns in a rotating order, so none always
 pays for the namespace teardown of the same predecessor.
 
 Usage: python benchmarks/bash_overhead.py [--rounds N]
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import os
 import statistics
 import subprocess
 import tempfile
@@ -30,6 +35,7 @@ from lw_temporal import WorkflowDefinition
 from lw_temporal._bash import BashActivities, BashRequest
 from lw_temporal._config import LwConfig
 from lw_temporal._sandbox import BwrapBackend, MountMode, SandboxMount, SandboxSpec
+from lw_temporal._sandbox._identity import thread_as
 from lw_temporal._scope import Scope
 
 ROLES = {
@@ -38,14 +44,14 @@ ROLES = {
 }
 
 
-def bare_argv(scope: Scope, backend: BwrapBackend) -> list[str]:
+def bare_argv(scope: Scope, backend: BwrapBackend, seccomp_fd: int) -> list[str]:
     mounts = []
     for mount in scope.mounts:
         mount.real.mkdir(parents=True, exist_ok=True)
         mode = MountMode.RW if mount.writable else MountMode.RO
         mounts.append(SandboxMount(mount.real, mount.virtual, mode))
     spec = SandboxSpec(argv=("/bin/bash", "-c", "true"), cwd=scope.cwd, mounts=tuple(mounts))
-    argv, _ = backend.bwrap_argv(spec)
+    argv, _ = backend.bwrap_argv(spec, seccomp_fd=seccomp_fd)
     cut = argv.index("--")
     return [*argv[:cut], "--", "/bin/bash", "-c", "true"]
 
@@ -70,15 +76,30 @@ async def main(rounds: int) -> None:
             env.info = dataclasses.replace(
                 env.info, workflow_id=workflow_id, workflow_type=workflow_type
             )
-            bare = bare_argv(scope, backend)
 
             async def lw_bash(env: ActivityEnvironment = env) -> object:
                 result = await env.run(activities.bash, request)
                 assert result.exit_code == 0, result
                 return result
 
-            async def bare_bwrap(bare: list[str] = bare) -> object:
-                return subprocess.run(bare, check=True, capture_output=True)  # noqa: ASYNC221
+            bare = bare_argv(scope, backend, -1)
+            at = bare.index("--seccomp") + 1
+
+            async def bare_bwrap(bare: list[str] = bare, at: int = at) -> object:
+                fd = backend.seccomp_fd()
+                try:
+                    with thread_as(activities.user):
+                        proc = subprocess.Popen(  # noqa: ASYNC220
+                            [*bare[:at], str(fd), *bare[at + 1 :]],
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE,
+                            pass_fds=(fd,),
+                        )
+                    out, err = proc.communicate()
+                    assert proc.returncode == 0, err
+                    return out
+                finally:
+                    os.close(fd)
 
             async def plain_bash() -> object:
                 return subprocess.run(  # noqa: ASYNC221
