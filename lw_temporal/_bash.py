@@ -495,12 +495,20 @@ async def _beating(
     """``fn(*args)`` in a thread, heartbeating meanwhile: a commit of many or large
     files under the store lock can outlast the heartbeat timeout."""
     task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
-    while True:
-        done, _ = await asyncio.wait({task}, timeout=every)
-        if done:
-            return task.result()
-        if heartbeat is not None:
-            heartbeat()
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=every)
+            if done:
+                return task.result()
+            if heartbeat is not None:
+                heartbeat()
+    except asyncio.CancelledError:
+        # A thread cannot be stopped: let it finish before the caller removes the
+        # staging folder it reads (a commit is all or nothing either way).
+        while not task.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({task})
+        raise
 
 
 async def _precheck(scope: Scope, command: str) -> CheckResult:

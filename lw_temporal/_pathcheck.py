@@ -586,7 +586,9 @@ def check_command(
     if "\x00" in command:
         return CheckResult(f"{UNPARSEABLE}: it contains a NUL byte")
     try:
-        data = command.encode("utf-8", "surrogateescape")
+        # Strict: a lone surrogate would be quoted back in a refusal that no JSON
+        # payload can carry.
+        data = command.encode("utf-8")
     except UnicodeEncodeError:
         return CheckResult(f"{UNPARSEABLE}: it is not valid text (an unpaired surrogate)")
     if len(data) > MAX_COMMAND_BYTES:

@@ -106,7 +106,7 @@ def test_a_check_past_its_budget_is_a_refusal(data_dir: Path) -> None:
 def test_text_bash_cannot_receive_is_a_refusal(data_dir: Path) -> None:
     plugin = LittleWorkflowPlugin(data_dir, [WorkflowDefinition(id="cr")])
     scope = plugin.config.scope_of(WORKER, "lw.Worker")
-    for command in ("echo \ud800", "echo a\x00b"):
+    for command in ("echo \ud800", "cat /etc/\udcff", "echo a\x00b"):
         rejection = check_command(scope, command).rejection
         assert rejection is not None and rejection.startswith(UNPARSEABLE), rejection
 
