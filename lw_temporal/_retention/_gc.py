@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
+import stat
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,6 +21,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from .._ids import DataLayout, InvalidWorkflowId, RunId, parse_workflow_id
+from .._sandbox import remove_tree
 from ._models import AUDIT_FILE, GcItem, GcReport, RetentionPolicy
 
 
@@ -52,19 +53,28 @@ def scratch_dirs(layout: DataLayout) -> Iterator[tuple[RunId, Path]]:
 
 
 def _size(path: Path) -> tuple[int, int, float]:
-    """Files, bytes and the newest modification time in a tree (links not followed)."""
+    """Files, bytes and the newest modification time in a tree (links not followed;
+    iterative, so a command's 1,200-deep folders cannot stop the collection)."""
     files = total = 0
     newest = path.lstat().st_mtime
-    for dirpath, dirnames, filenames in os.walk(path):
-        for name in dirnames + filenames:
-            try:
-                info = os.lstat(os.path.join(dirpath, name))
-            except OSError:
-                continue
-            newest = max(newest, info.st_mtime)
-            if name in filenames:
-                files += 1
-                total += info.st_size
+    stack = [str(path)]
+    while stack:
+        try:
+            scan = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with scan:
+            for entry in scan:
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                newest = max(newest, info.st_mtime)
+                if stat.S_ISDIR(info.st_mode):
+                    stack.append(entry.path)
+                else:
+                    files += 1
+                    total += info.st_size
     return files, total, newest
 
 
@@ -178,7 +188,7 @@ def _remove(scratch: Path, layout: DataLayout) -> None:
     trash.mkdir(parents=True, exist_ok=True)
     moved = trash / f"{os.getpid()}-{datetime.now(UTC).timestamp():.6f}-{scratch.parent.name}"
     os.rename(scratch, moved)
-    shutil.rmtree(moved)
+    remove_tree(moved)
 
 
 def _audit(layout: DataLayout, item: GcItem, actor: str, retain: timedelta) -> None:
