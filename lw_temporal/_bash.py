@@ -256,7 +256,9 @@ class BashActivities:
 
     @activity.defn(name=BASH_ACTIVITY)
     async def bash(self, request: BashRequest) -> BashResult:
-        scope = self._scope()
+        # In a thread, heartbeating: a run's first scope records its manifest, which
+        # can wait for a store's lock while another command commits.
+        scope = await _beating(lambda: _heartbeat(0, 0), self._scope)
         info = activity.info()
         safe_id = "".join(c if c.isalnum() or c in "._-" else "_" for c in info.activity_id)
         tag = f"{safe_id[:64]}-{info.attempt}-{uuid.uuid4().hex[:6]}"

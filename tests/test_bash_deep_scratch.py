@@ -14,6 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._ids import parse_workflow_id
 from lw_temporal._retention import RetentionPolicy, collect_garbage
+from lw_temporal._sandbox import remove_tree
 from tests.bash_harness import SANDBOXES, bash_worker
 from tests.conftest import pydantic_client
 
@@ -35,13 +36,17 @@ async def test_a_deep_scratch_tree_is_served_and_collected(
     scratch = plugin.config.layout.scratch(parse_workflow_id(worker))
     assert scratch.is_dir()
 
-    report = await collect_garbage(
-        pydantic_client(dev_env),
-        plugin.config.layout,
-        RetentionPolicy(retain=timedelta(0)),
-        actor="test",
-    )
+    try:
+        report = await collect_garbage(
+            pydantic_client(dev_env),
+            plugin.config.layout,
+            RetentionPolicy(retain=timedelta(0)),
+            actor="test",
+        )
+        left = scratch.exists()
+    finally:  # a deep tree left behind would break the test runner's own cleanup
+        remove_tree(scratch)
     assert report.skipped == ()
     assert [item.workflow_id for item in report.removed] == [worker]
     assert report.removed[0].files >= 1
-    assert not scratch.exists()
+    assert not left

@@ -151,23 +151,21 @@ def _walk(
     refused: list[UpperRefusal] = []
     entries = 0
     total = 0
-    room = min(limits.max_path_bytes, _PATH_MAX - 1 - len(os.fsencode(upper)) - 1)
+    # Both the staged file and its store twin must stay openable by path.
+    longest = max(len(os.fsencode(upper)), len(os.fsencode(lower)))
+    room = min(limits.max_path_bytes, _PATH_MAX - 1 - longest - 1)
     # (folder, its path relative to upper with a trailing slash, depth)
     stack: list[tuple[str, str, int]] = [(upper, "", 0)]
     while stack:
         folder, rel, depth = stack.pop()
+        listed: list[os.DirEntry[str]] = []
         with os.scandir(folder) as scan:
-            listed = sorted(scan, key=lambda e: e.name)
-        entries += len(listed)
-        if entries > limits.max_entries:
-            raise _Blocked(
-                UpperRefusal(
-                    ".",
-                    f"the command left more than {limits.max_entries} entries (files, "
-                    "folders or deletions); change fewer at once",
-                    blocks=True,
-                )
-            )
+            for entry in scan:  # counted as read: a huge folder is never held whole
+                entries += 1
+                if entries > limits.max_entries:
+                    raise _too_many(limits)
+                listed.append(entry)
+        listed.sort(key=lambda e: e.name)
         below: list[tuple[str, str, int]] = []
         for entry in listed:
             path = f"{rel}{entry.name}"
@@ -214,6 +212,17 @@ def _walk(
                 )
         stack.extend(reversed(below))
     return changes, refused
+
+
+def _too_many(limits: CaptureLimits) -> _Blocked:
+    return _Blocked(
+        UpperRefusal(
+            ".",
+            f"the command left more than {limits.max_entries} entries (files, folders or "
+            "deletions); change fewer at once",
+            blocks=True,
+        )
+    )
 
 
 def _too_big(size: int, total: int, limits: CaptureLimits) -> str:
