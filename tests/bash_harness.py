@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from lw_temporal._bash import BashRequest, BashResult
     from lw_temporal._ids import parse_workflow_id
     from lw_temporal._sandbox import landlock_abi
+    from lw_temporal._scope import Scope
 
 from tests.conftest import pydantic_client
 
@@ -131,6 +132,17 @@ async def bash_worker(
 
 
 # -- snapshots -------------------------------------------------------------------------
+
+
+def writable_roots(scope: Scope) -> list[Path]:
+    """What may change in a data dir while ``scope``'s agent runs a command: its own
+    scratch and the worker's bookkeeping (staging, sandbox dirs, locks, run manifests).
+    Everything else must be as it was."""
+    state = scope.layout.state
+    return [
+        scope.own_scratch,
+        *(state / name for name in ("staging", "sandbox", "locks", "manifests")),
+    ]
 
 
 def snapshot(root: Path, *, skip: Sequence[Path] = ()) -> dict[str, tuple[object, ...]]:

@@ -26,8 +26,7 @@ from lw_temporal._pathcheck import (
     UNPARSEABLE,
     check_command,
 )
-from lw_temporal._scope import Scope
-from tests.bash_harness import SANDBOXES, bash_worker, snapshot
+from tests.bash_harness import SANDBOXES, bash_worker, snapshot, writable_roots
 
 WORKER = "pipeline_hostile/sub-runs/run_cr@1/steps/step_1"
 #: ``l0 -> l1 -> ... -> l39 -> d`` in the own scratch (the most hops the check follows).
@@ -56,11 +55,6 @@ RUN = [
 ]
 
 
-def _writable(plugin: LittleWorkflowPlugin, scope: Scope) -> list[Path]:
-    state = plugin.config.layout.state
-    return [scope.own_scratch, state / "staging", state / "locks", state / "sandbox"]
-
-
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 async def test_hostile_commands_get_a_result_and_change_nothing(
     dev_env: WorkflowEnvironment, data_dir: Path, sandbox: str
@@ -70,7 +64,7 @@ async def test_hostile_commands_get_a_result_and_change_nothing(
     for mount in scope.mounts:
         mount.real.mkdir(parents=True, exist_ok=True)
         (mount.real / "notes.md").write_text("notes\n")
-    skip = _writable(plugin, scope)
+    skip = writable_roots(scope)
     async with bash_worker(dev_env, plugin) as bash:
         setup = await bash.one(WORKER, CHAIN)
         assert setup.exit_code == 0, setup.stderr

@@ -20,7 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, MemoryQuota, StoreKind, StoreRef, WorkflowDefinition
 from lw_temporal._bash import DISCARDED, MAX_LISTED_CHANGES
-from tests.bash_harness import SANDBOXES, bash_worker, snapshot
+from tests.bash_harness import SANDBOXES, bash_worker, snapshot, writable_roots
 from tests.test_bash_hostile_names import _staging_is_clean
 
 SMALL = MemoryQuota(max_files=5, max_file_bytes=4096)
@@ -55,7 +55,7 @@ async def test_hostile_shapes_are_refused_before_reading(
     store.mkdir(parents=True)
     (store / "notes.md").write_text("notes\n")
     (data_dir / ".lw").mkdir()
-    skip = [scope.own_scratch, data_dir / ".lw" / "staging", data_dir / ".lw" / "sandbox"]
+    skip = writable_roots(scope)
     async with bash_worker(dev_env, plugin) as bash:
         for case, command, words in REFUSED:
             before = snapshot(data_dir, skip=skip)
