@@ -134,15 +134,13 @@ async def bash_worker(
 # -- snapshots -------------------------------------------------------------------------
 
 
-def writable_roots(scope: Scope) -> list[Path]:
-    """What may change in a data dir while ``scope``'s agent runs a command: its own
-    scratch and the worker's bookkeeping (staging, sandbox dirs, locks, run manifests).
-    Everything else must be as it was."""
+def data_snapshot(scope: Scope) -> dict[str, tuple[object, ...]]:
+    """The data dir as a command of ``scope``'s agent must leave it: all of it but the
+    agent's own scratch and the worker's bookkeeping under ``.lw/`` (staging, locks,
+    run manifests and markers), the stores' own records (``.lw/stores``) included."""
     state = scope.layout.state
-    return [
-        scope.own_scratch,
-        *(state / name for name in ("staging", "sandbox", "locks", "manifests")),
-    ]
+    stores = {f".lw/stores/{k}": v for k, v in snapshot(state / "stores").items()}
+    return {**snapshot(scope.layout.root, skip=[scope.own_scratch, state]), **stores}
 
 
 def snapshot(root: Path, *, skip: Sequence[Path] = ()) -> dict[str, tuple[object, ...]]:

@@ -26,7 +26,7 @@ from lw_temporal._pathcheck import (
     UNPARSEABLE,
     check_command,
 )
-from tests.bash_harness import SANDBOXES, bash_worker, snapshot, writable_roots
+from tests.bash_harness import SANDBOXES, bash_worker, data_snapshot
 
 WORKER = "pipeline_hostile/sub-runs/run_cr@1/steps/step_1"
 #: ``l0 -> l1 -> ... -> l39 -> d`` in the own scratch (the most hops the check follows).
@@ -64,12 +64,11 @@ async def test_hostile_commands_get_a_result_and_change_nothing(
     for mount in scope.mounts:
         mount.real.mkdir(parents=True, exist_ok=True)
         (mount.real / "notes.md").write_text("notes\n")
-    skip = writable_roots(scope)
     async with bash_worker(dev_env, plugin) as bash:
         setup = await bash.one(WORKER, CHAIN)
         assert setup.exit_code == 0, setup.stderr
         for case, command, expected in REFUSED:
-            before = snapshot(data_dir, skip=skip)
+            before = data_snapshot(scope)
             result, after_it = await bash.run(WORKER, [command, "echo served"])
             assert result.exit_code == REJECTED_EXIT_CODE, case
             assert result.rejection is not None and result.rejection.startswith(expected), (
@@ -78,14 +77,14 @@ async def test_hostile_commands_get_a_result_and_change_nothing(
             )
             assert "limit" in result.rejection, result.rejection
             assert after_it.stdout == "served\n", case
-            assert snapshot(data_dir, skip=skip) == before, case
+            assert data_snapshot(scope) == before, case
         for case, command, stdout in RUN:
-            before = snapshot(data_dir, skip=skip)
+            before = data_snapshot(scope)
             result, after_it = await bash.run(WORKER, [command, "echo served"])
             assert result.rejection is None, (case, result.rejection)
             assert result.stdout == stdout, (case, result.stderr[:500])
             assert after_it.stdout == "served\n", case
-            assert snapshot(data_dir, skip=skip) == before, case
+            assert data_snapshot(scope) == before, case
 
 
 def test_a_check_past_its_budget_is_a_refusal(data_dir: Path) -> None:

@@ -29,7 +29,7 @@ from tests._dreaming_support import (
     wait_for_status,
     wait_visible,
 )
-from tests.bash_harness import SANDBOXES, bash_worker, snapshot, writable_roots
+from tests.bash_harness import SANDBOXES, bash_worker, data_snapshot
 from tests.memory_harness import call, memory_harness
 
 SECRET = "jane.doe@example.com"
@@ -105,14 +105,13 @@ async def test_hostile_names_are_refused_and_the_store_stays_usable(
     planner = f"run_{target}@{uuid.uuid4().hex[:8]}"
     scope = plugin.config.scope_of(planner, "lw.Planner")
     scope.own_scratch.mkdir(parents=True)
-    skip = writable_roots(scope)
     async with bash_worker(dev_env, plugin) as bash:
         for case, command, quoted, why in HOSTILE:
-            before = snapshot(data_dir, skip=skip)
+            before = data_snapshot(scope)
             result, after_it = await bash.run(
                 planner, [command, "cat /mnt/memory/workflow/lessons.md"]
             )
-            assert snapshot(data_dir, skip=skip) == before, case
+            assert data_snapshot(scope) == before, case
             assert _staging_is_clean(data_dir), case
             assert result.memory_changes == (), case
             assert after_it.stdout == f"call {SECRET}\nthen retry\n", case

@@ -18,9 +18,16 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import LittleWorkflowPlugin, MemoryQuota, StoreKind, StoreRef, WorkflowDefinition
+from lw_temporal import (
+    LittleWorkflowPlugin,
+    MemoryQuota,
+    Provenance,
+    StoreKind,
+    StoreRef,
+    WorkflowDefinition,
+)
 from lw_temporal._bash import DISCARDED, MAX_LISTED_CHANGES
-from tests.bash_harness import SANDBOXES, bash_worker, snapshot, writable_roots
+from tests.bash_harness import SANDBOXES, bash_worker, data_snapshot
 from tests.test_bash_hostile_names import _staging_is_clean
 
 SMALL = MemoryQuota(max_files=5, max_file_bytes=4096)
@@ -51,16 +58,14 @@ async def test_hostile_shapes_are_refused_before_reading(
     planner = f"run_{target}@{uuid.uuid4().hex[:8]}"
     scope = plugin.config.scope_of(planner, "lw.Planner")
     scope.own_scratch.mkdir(parents=True)
-    store = plugin.memory.root(StoreRef(StoreKind.WORKFLOW, target))
-    store.mkdir(parents=True)
-    (store / "notes.md").write_text("notes\n")
-    (data_dir / ".lw").mkdir()
-    skip = writable_roots(scope)
+    ref = StoreRef(StoreKind.WORKFLOW, target)
+    plugin.memory.write(ref, "notes.md", b"notes\n", provenance=Provenance.admin("seed"))
+    store = plugin.memory.root(ref)
     async with bash_worker(dev_env, plugin) as bash:
         for case, command, words in REFUSED:
-            before = snapshot(data_dir, skip=skip)
+            before = data_snapshot(scope)
             result, after_it = await bash.run(planner, [command, f"cat {MEMORY}/notes.md"])
-            assert snapshot(data_dir, skip=skip) == before, case
+            assert data_snapshot(scope) == before, case
             assert _staging_is_clean(data_dir), case
             assert result.memory_changes == () and after_it.stdout == "notes\n", case
             if sandbox == "bwrap":
