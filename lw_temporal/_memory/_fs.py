@@ -165,6 +165,33 @@ def read_at(dir_fd: int, name: str, shown: str) -> bytes | None:
         os.close(fd)
 
 
+def open_file_at(dir_fd: int, name: str, shown: str) -> tuple[int, os.stat_result] | None:
+    """An fd on the regular file ``name`` and its stat, ``None`` if it does not
+    exist; links, folders and other kinds are refused. The caller closes the fd."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise _link_error(shown, name) from None
+        raise
+    info = os.fstat(fd)
+    if stat.S_ISREG(info.st_mode):
+        return fd, info
+    os.close(fd)
+    if stat.S_ISDIR(info.st_mode):
+        raise lw_error(INVALID_REQUEST, f"{shown}: is a directory, not a file")
+    raise lw_error(PATH_REJECTED, f"{shown}: is not a regular file")
+
+
+def read_fd(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def kind_at(dir_fd: int, name: str) -> str | None:
     """``"file"``, ``"dir"``, ``"link"``, ``"other"`` or ``None`` (absent), not following."""
     try:

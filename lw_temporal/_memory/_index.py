@@ -136,6 +136,10 @@ class FileIndex:
         self.remember(dir_fd, name, rel, found)
         return found, content
 
+    def known(self, rel: str, info: os.stat_result) -> FileState | None:
+        """The indexed state of ``rel`` if it still matches the file ``info`` is of."""
+        return self._cached(rel, info) if stat.S_ISREG(info.st_mode) else None
+
     def _cached(self, rel: str, info: os.stat_result) -> FileState | None:
         try:
             raw = json.loads(self._entry(rel).read_bytes())
@@ -152,12 +156,21 @@ class FileIndex:
             return None
         return None
 
-    def remember(self, dir_fd: int, name: str, rel: str, found: FileState) -> None:
-        """Record ``found`` as the state of the file now at ``name``."""
-        try:
-            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-        except FileNotFoundError:
-            return
+    def remember(
+        self,
+        dir_fd: int,
+        name: str,
+        rel: str,
+        found: FileState,
+        info: os.stat_result | None = None,
+    ) -> None:
+        """Record ``found`` as the state of the file now at ``name`` (or of the one
+        ``info``, taken from the fd that was read, describes)."""
+        if info is None:
+            try:
+                info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return
         if info.st_size != found.size:
             return
         entry = {

@@ -39,7 +39,7 @@ from .._scan import DefaultScanner, Scanner
 from .._scope import StoreKind, StoreRef
 from . import _fs
 from ._apply import checkpoint, recover
-from ._index import Usage, tree_id
+from ._index import Usage, state_of, tree_id
 from ._journal import Cancelled, locked
 from ._models import (
     AuditEntry,
@@ -140,7 +140,9 @@ class MemoryStores(StoreNames):
         shown: str | None = None,
     ) -> ReadResult:
         """A file's content and ``content_sha256``; ``exists=False`` if it is absent
-        (including in a store never written)."""
+        (including in a store never written). The sha256 comes from the current-version
+        index when it still matches the file, so reading the start of a large file
+        reads only that start."""
         shown = shown or f"{store}:{path}"
         parts = _fs.clean_relative(path, shown)
         if not parts:
@@ -148,22 +150,43 @@ class MemoryStores(StoreNames):
         root_fd = _fs.open_root(self.root(store), create=False, shown=shown)
         if root_fd is None:
             return ReadResult(path=shown, exists=False)
+        index = self.files(store).index
+        rel = "/".join(parts)
         try:
             with _fs.opened_dir(root_fd, parts[:-1], create=False, shown=shown) as fd:
-                data = None if fd is None else _fs.read_at(fd, parts[-1], shown)
+                if fd is None:
+                    return ReadResult(path=shown, exists=False)
+                opened = _fs.open_file_at(fd, parts[-1], shown)
+                if opened is None:
+                    return ReadResult(path=shown, exists=False)
+                file, info = opened
+                try:
+                    known = index.known(rel, info)
+                    if known is None:
+                        data = _fs.read_fd(file)
+                        known = state_of(data)
+                        index.remember(fd, parts[-1], rel, known, info)
+                        size = len(data)
+                        end = size if max_bytes is None else min(size, offset + max_bytes)
+                        chunk = data[offset:end]
+                    else:
+                        size = known.size
+                        end = size if max_bytes is None else min(size, offset + max_bytes)
+                        chunk = (
+                            os.pread(file, max(0, end - offset), offset) if end > offset else b""
+                        )
+                finally:
+                    os.close(file)
         finally:
             os.close(root_fd)
-        if data is None:
-            return ReadResult(path=shown, exists=False)
-        end = len(data) if max_bytes is None else offset + max_bytes
         return ReadResult(
             path=shown,
             exists=True,
-            content=data[offset:end].decode("utf-8", errors="replace"),
-            content_sha256=sha256(data),
-            size=len(data),
+            content=chunk.decode("utf-8", errors="replace"),
+            content_sha256=known.sha,
+            size=size,
             offset=offset,
-            truncated=end < len(data),
+            truncated=end < size,
         )
 
     def list_files(
@@ -191,9 +214,10 @@ class MemoryStores(StoreNames):
                     None if parent is None else (_fs.kind_at(parent, parts[-1]) if parts else "dir")
                 )
             if kind == "file":
-                data = self.read(store, rel)
+                assert parent is not None
+                size = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False).st_size
                 return ListResult(
-                    path=shown, entries=(ListEntry(path=rel, kind="file", size=data.size),)
+                    path=shown, entries=(ListEntry(path=rel, kind="file", size=size),)
                 )
             if kind == "link":
                 raise _fs._link_error(shown, parts[-1])
