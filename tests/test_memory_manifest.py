@@ -54,6 +54,7 @@ async def test_manifests_record_the_memory_a_run_started_from(
     )
     out, err = capsys.readouterr()
     assert (code, err) == (0, "")
+    assert mounted.snapshot_id is not None
     assert definition.definition_hash in out and mounted.snapshot_id in out
     assert "/mnt/memory/workflow/ (rw)" in out
 

@@ -337,7 +337,8 @@ def _manifest(args: argparse.Namespace) -> int:
     print(f"  definition      {manifest.definition_id} sha256 {manifest.definition_hash}")
     print(f"  pipeline key    {manifest.pipeline_key or '-'}")
     for entry in manifest.stores:
-        print(f"  {entry.mount}/ ({entry.mode})  {entry.store}  snapshot {entry.snapshot_id}")
+        snapshot = entry.snapshot_id or "not counted yet"
+        print(f"  {entry.mount}/ ({entry.mode})  {entry.store}  snapshot {snapshot}")
     return 0
 
 

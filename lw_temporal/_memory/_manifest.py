@@ -5,8 +5,9 @@ When a run first touches the worker (its first activity, whatever it is), the wo
 records, once, in the bookkeeping dir: the run's definition hash, the pipeline key,
 and for every store it mounts the mode and the store's snapshot id (the tree id the
 store's usage record keeps up to date, so recording costs a small read per store, not
-a re-hash). Nothing is added to workflow inputs: the manifest is derived from the
-activity's own scope, like every other scope decision.
+a re-hash, and never a wait for the store's lock). Nothing is added to workflow
+inputs: the manifest is derived from the activity's own scope, like every other scope
+decision.
 
 ``readers`` answers the reverse question for a bad lesson: which runs started while a
 given version of a file was current, from the store's audit log and the manifests'
@@ -90,7 +91,7 @@ def _record(
                 mount=str(m.virtual),
                 store=str(m.store),
                 mode=m.mode.value,
-                snapshot_id=stores.snapshot_id(m.store),
+                snapshot_id=stores.snapshot_id(m.store, wait=False),
             )
             for m in scope.mounts
             if m.store is not None

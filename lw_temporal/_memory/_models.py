@@ -239,7 +239,8 @@ class ManifestStore(_Model):
     mount: str
     store: str
     mode: str
-    snapshot_id: str
+    #: ``None`` for a store holding files it never counted (made by hand).
+    snapshot_id: str | None
 
 
 class RunManifest(_Model):

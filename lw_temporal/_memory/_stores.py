@@ -712,10 +712,18 @@ class MemoryStores(StoreNames):
                         os.close(root_fd)
         return found
 
-    def snapshot_id(self, store: StoreRef) -> str:
+    def snapshot_id(self, store: StoreRef, *, wait: bool = True) -> str | None:
         """A content hash of the store's tree (the set of its files' paths and
-        sha256s), read from the usage record, not computed from the files."""
-        return tree_id(self.usage(store).tree)
+        sha256s), read from the usage record, not computed from the files. Without
+        ``wait`` it never takes the lock: ``None`` if the store has files it has not
+        counted yet (made by hand, before any mutation through the store)."""
+        if wait:
+            return tree_id(self.usage(store).tree)
+        files = self.files(store)
+        found = files.index.read_usage()
+        if found is not None:
+            return tree_id(found.tree)
+        return None if files.root.exists() else tree_id(0)
 
     def recount(self, store: StoreRef) -> dict[str, int]:
         """Recompute the usage counters from the files (after edits made outside);
