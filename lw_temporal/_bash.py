@@ -26,7 +26,6 @@ import logging
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal, TypeVar
 
@@ -34,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from ._changes import CommitOutcome, Committer, StoreChange
 from ._config import LwConfig
 from ._errors import MEMORY_COMMIT_FAILED, SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
 from ._locks import lock_exclusive
@@ -48,7 +48,6 @@ from ._sandbox import (
     SandboxSpec,
     SandboxUnavailable,
     SandboxUser,
-    UpperChange,
     apply_changes,
     collect_changes,
     remove_tree,
@@ -116,17 +115,7 @@ class BashResult(BaseModel):
     sandbox: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class CommitOutcome:
-    applied: Sequence[UpperChange]
-    refused: Sequence[tuple[str, str]]
-
-
-#: Commits one command's changes to one store: (scope, store, changes) -> outcome.
-CommitStaged = Callable[[Scope, StoreRef, Sequence[UpperChange]], CommitOutcome]
-
-
-def apply_staged(scope: Scope, store: StoreRef, changes: Sequence[UpperChange]) -> CommitOutcome:
+def apply_staged(scope: Scope, store: StoreRef, changes: Sequence[StoreChange]) -> CommitOutcome:
     """The plain commit: apply the changes to the store folder under a per-store lock."""
     root = store.path(scope.layout)
     locks = scope.layout.state / "locks"
@@ -174,7 +163,7 @@ class BashActivities:
         default_timeout: float = 120.0,
         max_timeout: float = 3600.0,
         limits: Limits | None = None,
-        commit_staged: CommitStaged | None = None,
+        commit_staged: Committer | None = None,
         capture_limits: CaptureLimits | None = None,
         sandbox_uid: int | None = None,
         sandbox_gid: int | None = None,
@@ -186,7 +175,7 @@ class BashActivities:
         self.default_timeout = default_timeout
         self.max_timeout = max_timeout
         self.limits = limits or Limits()
-        self.commit_staged: CommitStaged = commit_staged or apply_staged
+        self.commit_staged: Committer = commit_staged or apply_staged
         self.capture_limits = capture_limits or CaptureLimits()
         self.user = SandboxUser.for_worker(sandbox_uid, sandbox_gid)
         self._data_dir_problem = secure_data_dir(config.layout.root, self.user)

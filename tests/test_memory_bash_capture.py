@@ -22,7 +22,7 @@ from lw_temporal import (
     StoreRef,
     WorkflowDefinition,
 )
-from lw_temporal._sandbox import UpperChange
+from lw_temporal._changes import StoreChange
 from lw_temporal._scope import Scope
 
 from .bash_harness import bash_worker
@@ -95,7 +95,7 @@ async def test_retried_bash_command_commits_once(
     commit = plugin.bash_activities.commit_staged
     attempts: list[int] = []
 
-    def lost_after_commit(scope: Scope, store: StoreRef, changes: Sequence[UpperChange]) -> Any:
+    def lost_after_commit(scope: Scope, store: StoreRef, changes: Sequence[StoreChange]) -> Any:
         outcome = commit(scope, store, changes)
         attempts.append(activity.info().attempt)
         if activity.info().attempt == 1:

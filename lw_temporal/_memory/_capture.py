@@ -16,34 +16,37 @@ of being read (or counted) under the store's lock.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 
-from .._bash import CommitOutcome, CommitStaged
+from .._changes import CommitOutcome, Committer, StoreChange
 from .._definitions import MemoryQuota
-from .._sandbox import UpperChange
 from .._scope import Scope, StoreRef
-from ._models import Provenance, StagedChange
+from ._models import Provenance
 from ._stores import MemoryStores
 
 ROLLED_BACK = "rolled back with the rest of this command's memory changes"
 
 
-def bash_committer(stores: MemoryStores) -> CommitStaged:
+def bash_committer(stores: MemoryStores) -> Committer:
     """A ``commit_staged`` for :class:`BashActivities`; call it inside the activity
     (or a thread that copied its context) so the provenance is the bash activity's."""
 
-    def commit(scope: Scope, store: StoreRef, changes: Sequence[UpperChange]) -> CommitOutcome:
+    def commit(scope: Scope, store: StoreRef, changes: Sequence[StoreChange]) -> CommitOutcome:
         problem = _over_quota(stores, store, changes)
         if problem is not None:
             path, reason = problem
             others = f"{len(changes) - 1} other changes {ROLLED_BACK}"
             return CommitOutcome(applied=[], refused=[(path, reason), (".", others)])
-        staged = [StagedChange(c.path, c.kind, c.source) for c in changes]
-        result = stores.commit_staged(store, staged, Provenance.from_activity(scope))
+        result = stores.commit_staged(store, changes, Provenance.from_activity(scope))
         if result.applied:
-            # From the result, not the request: a retried command gets what its first
-            # attempt committed (the ledger's record), not what it staged this time.
-            applied = [UpperChange(c.path, c.kind) for c in result.changes]
+            # A retried command gets what its first attempt committed (the ledger's
+            # record, capped), not what it staged this time.
+            applied = (
+                [StoreChange(c.path, c.kind) for c in result.changes]
+                if result.replayed
+                else list(changes)
+            )
             return CommitOutcome(applied=applied, refused=[])
         refused = [
             (c.path, c.reason if c.status == "rejected" and c.reason else ROLLED_BACK)
@@ -55,7 +58,7 @@ def bash_committer(stores: MemoryStores) -> CommitStaged:
 
 
 def _over_quota(
-    stores: MemoryStores, store: StoreRef, changes: Sequence[UpperChange]
+    stores: MemoryStores, store: StoreRef, changes: Sequence[StoreChange]
 ) -> tuple[str, str] | None:
     """(path, reason) of the first quota the changes break on their own, from sizes
     and names only; None when the store must judge (it knows the current usage)."""
@@ -67,13 +70,13 @@ def _over_quota(
                 f"{store}:{change.path} is {change.size} bytes, over the per-file quota of "
                 f"{quota.max_file_bytes} (MemoryQuota.max_file_bytes); split the file"
             )
-    total = sum(c.size for c in writes)
+    root = stores.root(store)
+    total = sum(max(0, c.size - _size(root / c.path)) for c in writes)  # growth, not size
     if total > quota.max_bytes:
         return ".", (
             f"the command writes {total} bytes to {store}, over its quota of "
             f"{quota.max_bytes} (MemoryQuota.max_bytes); write less at once or raise the quota"
         )
-    root = stores.root(store)
     added = sum(
         1
         for c in changes
@@ -86,3 +89,12 @@ def _over_quota(
             "or raise the quota"
         )
     return None
+
+
+def _size(path: os.PathLike[str]) -> int:
+    """The current file's size (0 for none, or for a link or folder in the way)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return 0
+    return info.st_size if stat.S_ISREG(info.st_mode) else 0

@@ -6,13 +6,12 @@ the admin API and records name a store and a path relative to its root.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from temporalio import activity
 
+from .._changes import StoreChange
 from .._scan import Finding
 from .._scope import Scope
 
@@ -177,15 +176,9 @@ class RedactResult(_Model):
     versions_redacted: dict[str, str] = Field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class StagedChange:
-    """One change a bash command made in a writable memory mount (from the overlay's
-    upper dir). ``path`` is relative POSIX inside the store; ``source`` holds the new
-    content of a ``write``."""
-
-    path: str
-    kind: Literal["write", "delete", "mkdir"]
-    source: Path | None = None
+#: A change one bash command made in a writable memory mount, as the store takes it:
+#: the same :class:`StoreChange` the overlay capture reads (one type all the way).
+StagedChange = StoreChange
 
 
 class StagedChangeResult(_Model):

@@ -7,13 +7,13 @@ roles, stores or workflows.
 
 from __future__ import annotations
 
+from .._changes import StoreChange
 from ._backends import Backend, SandboxUnavailable, UnsandboxedBackend
 from ._bwrap import BwrapBackend
 from ._identity import SandboxUser, secure_data_dir
 from ._landlock import LandlockBackend, landlock_abi
 from ._overlay import (
     CaptureLimits,
-    UpperChange,
     UpperRefusal,
     apply_changes,
     collect_changes,
@@ -90,9 +90,9 @@ __all__ = [
     "SandboxSpec",
     "SandboxUnavailable",
     "SandboxUser",
+    "StoreChange",
     "SystemView",
     "UnsandboxedBackend",
-    "UpperChange",
     "UpperRefusal",
     "apply_changes",
     "collect_changes",

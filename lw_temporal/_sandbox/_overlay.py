@@ -16,9 +16,8 @@ import stat
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-ChangeKind = Literal["write", "delete", "mkdir"]
+from .._changes import StoreChange
 
 _OPAQUE_XATTRS = ("user.overlay.opaque", "trusted.overlay.opaque")
 #: Linux's PATH_MAX: no path the walk hands on may be longer (with its NUL).
@@ -45,17 +44,6 @@ class CaptureLimits:
     #: UTF-8 bytes of one name, and of a path relative to the folder.
     max_name_bytes: int = 255
     max_path_bytes: int = 1024
-
-
-@dataclass(frozen=True, slots=True)
-class UpperChange:
-    """One change: ``path`` is relative POSIX inside the folder; ``source`` holds the
-    new content of a ``write``, ``size`` its ``lstat`` size."""
-
-    path: str
-    kind: ChangeKind
-    source: Path | None = None
-    size: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +114,7 @@ class _Blocked(Exception):
 
 def collect_changes(
     upper: Path, lower: Path, limits: CaptureLimits | None = None
-) -> tuple[list[UpperChange], list[UpperRefusal]]:
+) -> tuple[list[StoreChange], list[UpperRefusal]]:
     """The changes recorded in ``upper`` relative to ``lower``, parents first.
 
     Symlinks, devices, fifos and sockets are left out: a memory store holds files
@@ -146,8 +134,8 @@ def collect_changes(
 
 def _walk(
     upper: str, lower: Path, limits: CaptureLimits
-) -> tuple[list[UpperChange], list[UpperRefusal]]:
-    changes: list[UpperChange] = []
+) -> tuple[list[StoreChange], list[UpperRefusal]]:
+    changes: list[StoreChange] = []
     refused: list[UpperRefusal] = []
     entries = 0
     total = 0
@@ -179,7 +167,7 @@ def _walk(
             target = lower / path
             if stat.S_ISCHR(mode) and st.st_rdev == 0:
                 if target.exists() or target.is_symlink():
-                    changes.append(UpperChange(path, "delete"))
+                    changes.append(StoreChange(path, "delete"))
             elif stat.S_ISDIR(mode):
                 if depth + 1 > limits.max_depth:
                     raise _Blocked(
@@ -190,10 +178,10 @@ def _walk(
                         )
                     )
                 if _opaque(entry.path) and (target.exists() or target.is_symlink()):
-                    changes.append(UpperChange(path, "delete"))
-                    changes.append(UpperChange(path, "mkdir"))
+                    changes.append(StoreChange(path, "delete"))
+                    changes.append(StoreChange(path, "mkdir"))
                 elif not target.is_dir() or target.is_symlink():
-                    changes.append(UpperChange(path, "mkdir"))
+                    changes.append(StoreChange(path, "mkdir"))
                 below.append((entry.path, path + "/", depth + 1))
             elif stat.S_ISREG(mode):
                 size = st.st_size
@@ -201,7 +189,7 @@ def _walk(
                 if size > limits.max_file_bytes or total > limits.max_total_bytes:
                     raise _Blocked(UpperRefusal(path, _too_big(size, total, limits), blocks=True))
                 if not _same_content(entry.path, size, target):
-                    changes.append(UpperChange(path, "write", Path(entry.path), size))
+                    changes.append(StoreChange(path, "write", Path(entry.path), size))
             elif stat.S_ISLNK(mode):
                 refused.append(UpperRefusal(path, "symlinks are not kept in memory; copy the file"))
             else:
@@ -283,7 +271,7 @@ def remove_tree(path: Path) -> None:
     os.rmdir(path)
 
 
-def apply_changes(root: Path, changes: list[UpperChange]) -> None:
+def apply_changes(root: Path, changes: list[StoreChange]) -> None:
     """Apply changes to a plain folder: each file replaced atomically (temp + rename),
     so a reader sees the old or the new content, never a half-written file."""
     for change in changes:
