@@ -2,7 +2,7 @@
 
     python benchmarks/memory_ops.py [--appends 40] [--big-store 5000] [--no-bash]
 
-1. One-line appends to a 0 B, 1 MiB and 10 MiB file, through the ``lw.memory.append``
+1. One-line appends to a 0 B, 1, 2 and 10 MiB file, through the ``lw.memory.append``
    activity and through ``echo ... >> file`` in ``lw.bash`` (both run in-process by
    ``ActivityEnvironment`` with a planner's activity info): p50 latency, data dir
    growth per append (apparent bytes, and allocated blocks), and the ratio of each
@@ -48,7 +48,7 @@ STORE = StoreRef(StoreKind.WORKFLOW, "bench")
 PLANNER = ("run_bench@1", "lw.Planner")
 LINE = "- a lesson learned while benchmarking the memory store, one line.\n"
 DOC = b"# note\n" + b"x" * 1017
-SIZES = {"0 B": 0, "1 MiB": 1 << 20, "10 MiB": 10 << 20}
+SIZES = {"0 B": 0, "1 MiB": 1 << 20, "2 MiB": 2 << 20, "10 MiB": 10 << 20}
 QUOTA = MemoryQuota(max_bytes=1 << 34, max_files=100_000, max_file_bytes=1 << 30)
 
 
