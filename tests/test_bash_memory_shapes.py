@@ -62,9 +62,6 @@ async def test_hostile_shapes_are_refused_before_reading(
     plugin.memory.write(ref, "notes.md", b"notes\n", provenance=Provenance.admin("seed"))
     store = plugin.memory.root(ref)
     async with bash_worker(dev_env, plugin) as bash:
-        # the run's first activity leaves the worker's own bookkeeping (its manifest,
-        # its host binding): let it happen before the first snapshot
-        await bash.run(planner, ["true"])
         for case, command, words in REFUSED:
             before = data_snapshot(scope)
             result, after_it = await bash.run(planner, [command, f"cat {MEMORY}/notes.md"])
