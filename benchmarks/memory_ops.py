@@ -237,6 +237,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="lw-bench-") as tmp:
         base = Path(tmp)
+        base.chmod(0o755)  # the sandbox user must be able to reach the data dirs inside
         asyncio.run(appends(base, args.appends, not args.no_bash))
         multi_process(base)
         staged_cost(base, args.big_store)
