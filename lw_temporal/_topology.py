@@ -271,6 +271,8 @@ class Topology:
         running here would see an empty scratch. A run whose tree has no entry (its
         top-level run never ran an lw activity with this memory root) is let be."""
         layout = self.layout
+        if layout.runs_root is None and self.host is None:
+            return  # one data dir, no host: the shared-volume topology holds every run
         marker = layout.run_marker(run_id)
         try:
             found = _read_json(marker)
