@@ -25,7 +25,7 @@ from temporalio.exceptions import ApplicationError
 
 from .._agent import ModelRequest, ModelResponse, StopReason, ToolCall, Usage
 from .._errors import MODEL_CONTEXT_OVERFLOW
-from ._errors import provider_error, refused
+from ._errors import refused, sdk_error
 
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
 #: Anthropic's limit on cache_control breakpoints in one request.
@@ -91,25 +91,9 @@ class AnthropicModel:
         where = f"workflow {request.workflow_id!r}, turn {request.turn + 1}"
         try:
             message = await self.client.messages.create(**self.params(request))
-        except anthropic.APIStatusError as err:
-            raise provider_error(
-                provider="Anthropic",
-                model=self.model,
-                where=where,
-                status=err.status_code,
-                message=err.message,
-                headers=err.response.headers,
-                key_variable=KEY_VARIABLE,
-            ) from None
-        except anthropic.APIConnectionError as err:
-            raise provider_error(
-                provider="Anthropic",
-                model=self.model,
-                where=where,
-                status=None,
-                message=str(err),
-                headers={},
-                key_variable=KEY_VARIABLE,
+        except (anthropic.APIStatusError, anthropic.APIConnectionError) as err:
+            raise sdk_error(
+                err, provider="Anthropic", model=self.model, where=where, key_variable=KEY_VARIABLE
             ) from None
         return self.response(message, where)
 

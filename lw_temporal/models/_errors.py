@@ -139,3 +139,21 @@ def refused(*, provider: str, model: str, where: str, detail: str) -> Applicatio
         type=MODEL_REFUSED,
         non_retryable=True,
     )
+
+
+def sdk_error(
+    err: Exception, *, provider: str, model: str, where: str, key_variable: str
+) -> ApplicationError:
+    """The typed error for an ``APIStatusError`` or ``APIConnectionError`` of either SDK:
+    both are generated from one template, so a status error carries ``status_code``,
+    ``message`` and the response, and a connection error has no response."""
+    status = getattr(err, "status_code", None)
+    return provider_error(
+        provider=provider,
+        model=model,
+        where=where,
+        status=status,
+        message=str(err.message) if status is not None else str(err),  # type: ignore[attr-defined]
+        headers=err.response.headers if status is not None else {},  # type: ignore[attr-defined]
+        key_variable=key_variable,
+    )

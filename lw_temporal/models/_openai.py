@@ -23,7 +23,7 @@ from openai.types.chat import (
 )
 
 from .._agent import ModelRequest, ModelResponse, StopReason, ToolCall, Usage
-from ._errors import provider_error, refused
+from ._errors import provider_error, refused, sdk_error
 
 KEY_VARIABLE = "OPENAI_API_KEY"
 #: How a failed tool's result starts (Chat Completions has no is_error field).
@@ -89,25 +89,9 @@ class OpenAIModel:
         where = f"workflow {request.workflow_id!r}, turn {request.turn + 1}"
         try:
             completion = await self.client.chat.completions.create(**self.params(request))
-        except openai.APIStatusError as err:
-            raise provider_error(
-                provider="OpenAI",
-                model=self.model,
-                where=where,
-                status=err.status_code,
-                message=err.message,
-                headers=err.response.headers,
-                key_variable=KEY_VARIABLE,
-            ) from None
-        except openai.APIConnectionError as err:
-            raise provider_error(
-                provider="OpenAI",
-                model=self.model,
-                where=where,
-                status=None,
-                message=str(err),
-                headers={},
-                key_variable=KEY_VARIABLE,
+        except (openai.APIStatusError, openai.APIConnectionError) as err:
+            raise sdk_error(
+                err, provider="OpenAI", model=self.model, where=where, key_variable=KEY_VARIABLE
             ) from None
         return self.response(completion, where)
 
