@@ -13,7 +13,7 @@ The workflow history stays small whatever the number of runs: the run list and t
 extracted records live in files in the dream's own scratch, and activities pass batch
 numbers and note references, never the data.
 
-Modules by concern: ``_models`` (pure data, the only one workflow code imports),
+Modules by concern: ``_records`` (pure data, the only one workflow code imports),
 ``_consolidator``, ``_history`` (extraction), ``_activities``, ``_workflow``,
 ``_client`` (Schedules and the reviewer's calls), ``_bookkeeping`` (cursor, claims and
 consolidator state in ``.lw/``), ``_review`` (diffs), ``_runfile`` (the runs as files).
@@ -30,7 +30,8 @@ from ._client import (
     wait_for_review,
 )
 from ._consolidator import Consolidation, Consolidator, DefaultConsolidator, DreamContext, Note
-from ._models import (
+from ._prompt import DEFAULT_INSTRUCTIONS, DreamingSettings
+from ._records import (
     QUERY_STATE,
     SCHEDULED_TOKEN,
     UPDATE_APPROVE,
@@ -50,7 +51,6 @@ from ._models import (
     RunRecord,
     ShowResult,
 )
-from ._prompt import DEFAULT_INSTRUCTIONS, DreamingSettings
 from ._workflow import DreamingWorkflow
 
 __all__ = [

@@ -28,7 +28,7 @@ from .._scope import Scope, StoreKind, StoreRef
 from ._bookkeeping import DreamBooks
 from ._consolidator import Consolidation, Consolidator, DefaultConsolidator, DreamContext
 from ._history import extract_run, text_of
-from ._models import (
+from ._records import (
     DREAM_CONSOLIDATE,
     DREAM_EXTRACT,
     DREAM_FIND_RUNS,

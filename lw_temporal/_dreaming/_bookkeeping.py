@@ -23,7 +23,7 @@ from typing import Any
 
 from .._ids import DataLayout, check_definition_id, parse_workflow_id
 from .._memory._fs import write_atomic
-from ._models import Cursor
+from ._records import Cursor
 
 
 class DreamBooks:

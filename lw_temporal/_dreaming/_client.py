@@ -17,7 +17,7 @@ from temporalio.service import RPCError
 
 from .._ids import DREAMING_WORKFLOW, InvalidWorkflowId, check_definition_id, parse_workflow_id
 from .._schedules import create_interval_schedule
-from ._models import (
+from ._records import (
     QUERY_STATE,
     SCHEDULED_TOKEN,
     UPDATE_APPROVE,

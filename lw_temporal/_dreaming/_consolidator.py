@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ._models import MAX_COMMAND, RunRecord
+from ._records import MAX_COMMAND, RunRecord
 
 
 @dataclass(frozen=True)

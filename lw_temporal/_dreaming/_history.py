@@ -11,7 +11,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.client import Client
 
-from ._models import (
+from ._records import (
     MAX_CHILDREN,
     MAX_COMMAND,
     MAX_ITEMS_PER_RUN,

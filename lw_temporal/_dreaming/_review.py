@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from .._memory import MemoryStores
 from .._scope import StoreRef
-from ._models import MAX_SOURCES, FileChange
+from ._records import MAX_SOURCES, FileChange
 
 #: What of the target's memory a consolidator is shown (its text files, bounded).
 _MAX_MEMORY_FILE = 1024 * 1024

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._models import RunRecord
+from ._records import RunRecord
 
 #: UTF-8 bytes of one run file; a longer record is cut with a marker.
 MAX_RUN_FILE = 32 * 1024

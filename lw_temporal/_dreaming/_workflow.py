@@ -14,7 +14,7 @@ from .._agent import AgentInput
 from .._errors import INVALID_REQUEST, INVALID_WORKFLOW_ID, NON_RETRYABLE, lw_error
 from .._ids import DREAMING_WORKFLOW, InvalidWorkflowId, Role, parse_workflow_id_for_type
 from .._workflows import _Agent
-from ._models import (
+from ._records import (
     DREAM_CONSOLIDATE,
     DREAM_EXTRACT,
     DREAM_FIND_RUNS,

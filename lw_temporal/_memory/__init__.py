@@ -2,7 +2,7 @@
 the ``lw.memory.*`` activities over them."""
 
 from ._activities import APPEND, DELETE, LIST, READ, REPLACE, WRITE, MemoryActivities
-from ._models import (
+from ._records import (
     ABSENT,
     AuditEntry,
     LedgerRecord,

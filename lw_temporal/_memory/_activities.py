@@ -23,7 +23,7 @@ from .._config import LwConfig
 from .._errors import MEMORY_OUTSIDE_SCOPE, MEMORY_READ_ONLY, PATH_REJECTED, lw_error
 from .._ids import Role
 from .._scope import MNT, Mount, Scope, StoreKind, StoreRef
-from ._models import (
+from ._records import (
     ListEntry,
     ListResult,
     MemoryAppendRequest,

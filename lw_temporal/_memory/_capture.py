@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from .._changes import CommitOutcome, Committer, StoreChange
 from .._definitions import MemoryQuota
 from .._scope import Scope, StoreRef
-from ._models import Provenance
+from ._records import Provenance
 from ._stores import MemoryStores
 
 ROLLED_BACK = "rolled back with the rest of this command's memory changes"

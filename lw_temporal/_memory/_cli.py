@@ -232,7 +232,7 @@ def _versions(args: argparse.Namespace) -> int:
 
 
 def _restore(args: argparse.Namespace) -> int:
-    from ._models import Provenance
+    from ._records import Provenance
 
     stores, store = _store(args)
     rel, where = stores.admin_path(store, args.path)
@@ -248,7 +248,7 @@ def _restore(args: argparse.Namespace) -> int:
 
 
 def _redact(args: argparse.Namespace) -> int:
-    from ._models import Provenance
+    from ._records import Provenance
 
     stores, store = _store(args)
     rel, where = stores.admin_path(store, args.path)
@@ -277,7 +277,7 @@ def _redact(args: argparse.Namespace) -> int:
 
 
 def _retention(args: argparse.Namespace) -> int:
-    from ._models import Provenance, VersionRetention
+    from ._records import Provenance, VersionRetention
 
     stores, store = _store(args)
     label = stores.label(store)
@@ -301,7 +301,7 @@ def _retention(args: argparse.Namespace) -> int:
 
 
 def _prune(args: argparse.Namespace) -> int:
-    from ._models import Provenance
+    from ._records import Provenance
 
     stores, store = _store(args)
     result = stores.prune(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _fs
-from ._models import AuditEntry, LedgerRecord
+from ._records import AuditEntry, LedgerRecord
 
 Key = tuple[str, str, str, str]
 

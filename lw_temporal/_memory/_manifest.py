@@ -30,7 +30,7 @@ from temporalio.exceptions import ApplicationError
 from .._ids import DataLayout
 from .._scope import Scope, StoreRef
 from . import _fs
-from ._models import ManifestStore, RunManifest
+from ._records import ManifestStore, RunManifest
 
 if TYPE_CHECKING:
     from ._stores import MemoryStores

@@ -12,7 +12,7 @@ from .._scope import StoreKind, StoreRef
 from . import _fs
 
 if TYPE_CHECKING:
-    from ._models import VersionInfo
+    from ._records import VersionInfo
 
 STORE_FORMS = "workflow:<definition id>, pipeline:<pipeline key>, org or dreaming:<definition id>"
 

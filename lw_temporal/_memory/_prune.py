@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ._models import AuditEntry, PruneResult, VersionRetention
+from ._records import AuditEntry, PruneResult, VersionRetention
 from ._txn import StoreFiles, Txn
 
 

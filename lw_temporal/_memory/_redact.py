@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ._models import RedactResult
+from ._records import RedactResult
 from ._txn import StoreFiles, Txn
 from ._versions import sha256
 

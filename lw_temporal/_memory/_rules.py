@@ -12,7 +12,7 @@ from .._definitions import MemoryQuota
 from .._errors import INVALID_REQUEST, MEMORY_CONFLICT, lw_error
 from .._scan import Finding
 from ._index import Usage
-from ._models import ABSENT
+from ._records import ABSENT
 
 SHA = re.compile(r"[0-9a-f]{64}")
 

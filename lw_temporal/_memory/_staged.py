@@ -23,7 +23,7 @@ from .._scan import Finding
 from .._scope import StoreRef
 from . import _fs
 from ._index import FileState
-from ._models import StagedChange, StagedChangeResult, StagedCommitResult
+from ._records import StagedChange, StagedChangeResult, StagedCommitResult
 from ._rules import file_too_big
 from ._txn import Conflict, Txn
 

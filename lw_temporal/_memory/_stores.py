@@ -41,7 +41,9 @@ from . import _fs
 from ._apply import checkpoint, recover
 from ._index import Usage, state_of, tree_id
 from ._journal import Cancelled, locked
-from ._models import (
+from ._names import STORE_FORMS, StoreNames, StoreNotFound
+from ._prune import policy_body, prune_body, read_policy
+from ._records import (
     AuditEntry,
     LedgerRecord,
     ListEntry,
@@ -56,8 +58,6 @@ from ._models import (
     VersionInfo,
     VersionRetention,
 )
-from ._names import STORE_FORMS, StoreNames, StoreNotFound
-from ._prune import policy_body, prune_body, read_policy
 from ._redact import redact_body
 from ._rules import SHA, check_precondition, file_too_big
 from ._staged import staged_body

@@ -29,7 +29,7 @@ from . import _fs
 from ._index import FileIndex, FileState, Usage, state_of, tree_term
 from ._journal import Journal
 from ._ledger import AuditLog, Ledger
-from ._models import AuditEntry, Provenance
+from ._records import AuditEntry, Provenance
 from ._rules import blocked, quota_problem
 from ._versions import Splice, VersionStore, b64
 

@@ -30,7 +30,7 @@ from ._commit import GroupCommitter, Pending
 from ._index import Usage, tree_term
 from ._journal import CHECKPOINT_BYTES, locked
 from ._ledger import key_hash
-from ._models import LedgerRecord, Provenance
+from ._records import LedgerRecord, Provenance
 from ._txn import Batch, Conflict, StoreFiles, Txn
 
 _R = TypeVar("_R", bound=BaseModel)

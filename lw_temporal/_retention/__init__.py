@@ -1,7 +1,7 @@
 """Scratch retention: delete the scratch of runs that closed long enough ago.
 
 The seeds keep scratch "for inspection" by default, so the default policy keeps
-everything; an operator opts into a retention period. Modules by concern: ``_models``
+everything; an operator opts into a retention period. Modules by concern: ``_records``
 (pure data, the only one the workflow imports), ``_gc`` (finding and removing),
 ``_activities``, ``_workflow``, ``_client`` (the Schedule).
 """
@@ -9,7 +9,7 @@ everything; an operator opts into a retention period. Modules by concern: ``_mod
 from ._activities import RetentionActivities
 from ._client import default_actor, schedule_retention
 from ._gc import collect_garbage, scratch_dirs
-from ._models import (
+from ._records import (
     AUDIT_FILE,
     RETENTION_GC,
     RETENTION_SCHEDULE_ID,

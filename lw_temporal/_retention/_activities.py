@@ -11,7 +11,7 @@ from temporalio import activity
 from .._config import LwConfig
 from .._memory import MemoryStores, Provenance
 from ._gc import collect_garbage
-from ._models import RETENTION_GC, GcReport, RetentionPolicy
+from ._records import RETENTION_GC, GcReport, RetentionPolicy
 
 
 class RetentionActivities:

@@ -8,7 +8,7 @@ from datetime import timedelta
 from temporalio.client import Client, ScheduleHandle
 
 from .._schedules import create_interval_schedule
-from ._models import RETENTION_SCHEDULE_ID, RETENTION_WORKFLOW, RetentionPolicy
+from ._records import RETENTION_SCHEDULE_ID, RETENTION_WORKFLOW, RetentionPolicy
 
 
 async def schedule_retention(

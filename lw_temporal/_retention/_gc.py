@@ -22,7 +22,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from .._ids import DataLayout, InvalidWorkflowId, RunId, parse_workflow_id
 from .._sandbox import remove_tree
-from ._models import AUDIT_FILE, GcItem, GcReport, RetentionPolicy
+from ._records import AUDIT_FILE, GcItem, GcReport, RetentionPolicy
 
 
 def scratch_dirs(layout: DataLayout) -> Iterator[tuple[RunId, Path]]:

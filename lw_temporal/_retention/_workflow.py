@@ -8,7 +8,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 from .._errors import NON_RETRYABLE
-from ._models import RETENTION_GC, RETENTION_WORKFLOW, GcReport, RetentionPolicy
+from ._records import RETENTION_GC, RETENTION_WORKFLOW, GcReport, RetentionPolicy
 
 
 @workflow.defn(name=RETENTION_WORKFLOW)
