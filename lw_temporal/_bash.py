@@ -72,6 +72,9 @@ _T = TypeVar("_T")
 
 
 class BashRequest(BaseModel):
+    """The ``lw.bash`` activity's input: one command line for the agent's sandboxed
+    shell; the agent's view of memory and scratch follows from the workflow ID alone."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     #: No length bound here: a request that failed to decode would be retried; the
@@ -90,6 +93,11 @@ class MemoryChange(BaseModel):
 
 
 class BashResult(BaseModel):
+    """What one command did, bounded for the history: outputs beyond the cap are in
+    files the agent can read (``*_ref``), memory changes are listed with a count, and
+    ``rejection`` says why a command was refused before it ran (exit code
+    ``REJECTED_EXIT_CODE``)."""
+
     model_config = ConfigDict(frozen=True)
 
     exit_code: int

@@ -49,6 +49,9 @@ STATE_DIR_NAME = ".lw"
 
 
 class Role(StrEnum):
+    """An agent's place in the hierarchy; it decides the workflow type, the tools the
+    model is offered and which memory and scratch folders the sandbox shows."""
+
     ORCHESTRATOR = "orchestrator"
     PLANNER = "planner"
     WORKER = "worker"
@@ -92,8 +95,11 @@ def check_token(value: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class RunId:
-    """A parsed workflow ID: where the run sits in the hierarchy.
+class AgentId:
+    """A parsed workflow ID: which agent this is and where it sits in the hierarchy.
+
+    Not Temporal's run id (``Provenance.run_id``, one execution of a workflow ID): an
+    ``AgentId`` names the agent, and with it its scratch folder, across all of its runs.
 
     ``pipeline`` is the orchestrator's token, ``definition_id``/``run`` the planner's
     ``run_<definition id>@<token>`` segment, ``step`` the worker's token. The role
@@ -139,28 +145,28 @@ class RunId:
 
     # -- constructors -------------------------------------------------------------
     @classmethod
-    def orchestrator(cls, token: str) -> RunId:
+    def orchestrator(cls, token: str) -> AgentId:
         return cls(pipeline=token)
 
     @classmethod
-    def planner(cls, definition_id: str, token: str, *, pipeline: str | None = None) -> RunId:
+    def planner(cls, definition_id: str, token: str, *, pipeline: str | None = None) -> AgentId:
         return cls(pipeline=pipeline, definition_id=definition_id, run=token)
 
     @classmethod
-    def dreaming(cls, definition_id: str, token: str) -> RunId:
+    def dreaming(cls, definition_id: str, token: str) -> AgentId:
         return cls(definition_id=definition_id, run=token, dream=True)
 
-    def sub_run(self, definition_id: str, token: str) -> RunId:
+    def sub_run(self, definition_id: str, token: str) -> AgentId:
         """The ID of a planner started by this orchestrator."""
         if self.role is not Role.ORCHESTRATOR:
             raise InvalidWorkflowId(f"only an orchestrator starts sub-runs, not {self}")
-        return RunId(pipeline=self.pipeline, definition_id=definition_id, run=token)
+        return AgentId(pipeline=self.pipeline, definition_id=definition_id, run=token)
 
-    def step_run(self, token: str) -> RunId:
+    def step_run(self, token: str) -> AgentId:
         """The ID of a worker step started by this planner."""
         if self.role is not Role.PLANNER:
             raise InvalidWorkflowId(f"only a planner starts steps, not {self}")
-        return RunId(
+        return AgentId(
             pipeline=self.pipeline, definition_id=self.definition_id, run=self.run, step=token
         )
 
@@ -180,22 +186,22 @@ class RunId:
         return WORKFLOW_TYPE_FOR_ROLE[self.role]
 
     @property
-    def parent(self) -> RunId | None:
+    def parent(self) -> AgentId | None:
         if self.role is Role.WORKER:
-            return RunId(pipeline=self.pipeline, definition_id=self.definition_id, run=self.run)
+            return AgentId(pipeline=self.pipeline, definition_id=self.definition_id, run=self.run)
         if self.role is Role.PLANNER and self.pipeline is not None:
-            return RunId(pipeline=self.pipeline)
+            return AgentId(pipeline=self.pipeline)
         return None
 
     @property
-    def orchestrator_id(self) -> RunId | None:
-        return None if self.pipeline is None else RunId(pipeline=self.pipeline)
+    def orchestrator_id(self) -> AgentId | None:
+        return None if self.pipeline is None else AgentId(pipeline=self.pipeline)
 
     @property
-    def planner_id(self) -> RunId | None:
+    def planner_id(self) -> AgentId | None:
         if self.run is None or self.dream:
             return None
-        return RunId(pipeline=self.pipeline, definition_id=self.definition_id, run=self.run)
+        return AgentId(pipeline=self.pipeline, definition_id=self.definition_id, run=self.run)
 
     @property
     def segments(self) -> tuple[str, ...]:
@@ -216,7 +222,7 @@ class RunId:
     def __str__(self) -> str:
         return "/".join(self.segments)
 
-    def is_child_of(self, other: RunId) -> bool:
+    def is_child_of(self, other: AgentId) -> bool:
         return self.parent == other
 
 
@@ -230,7 +236,7 @@ def _split_run(segment: str, workflow_id: str) -> tuple[str, str]:
     return definition_id, token
 
 
-def parse_workflow_id(workflow_id: str) -> RunId:
+def parse_workflow_id(workflow_id: str) -> AgentId:
     """Parse a workflow ID of the grammar, or raise :class:`InvalidWorkflowId` saying why."""
     if not isinstance(workflow_id, str) or not workflow_id:
         raise InvalidWorkflowId("workflow ID is empty")
@@ -255,7 +261,7 @@ def parse_workflow_id(workflow_id: str) -> RunId:
         raise InvalidWorkflowId(f"workflow ID {workflow_id!r}: {err}") from None
 
 
-def _parse_segments(segments: list[str], workflow_id: str) -> RunId:
+def _parse_segments(segments: list[str], workflow_id: str) -> AgentId:
     expected = (
         "expected pipeline_<token>, [pipeline_<token>/sub-runs/]run_<definition>@<token>"
         "[/steps/step_<token>] or dream_<definition>@<token>"
@@ -265,12 +271,12 @@ def _parse_segments(segments: list[str], workflow_id: str) -> RunId:
     head = rest[0]
     if head.startswith("dream_") and len(rest) == 1:
         definition_id, _, token = head.removeprefix("dream_").partition("@")
-        return RunId.dreaming(definition_id, token)
+        return AgentId.dreaming(definition_id, token)
     if head.startswith("pipeline_"):
         pipeline = head.removeprefix("pipeline_")
         rest = rest[1:]
         if not rest:
-            return RunId(pipeline=pipeline)
+            return AgentId(pipeline=pipeline)
         if rest[0] != "sub-runs" or len(rest) < 2:
             raise InvalidWorkflowId(f"workflow ID {workflow_id!r}: {expected}")
         rest = rest[1:]
@@ -279,30 +285,30 @@ def _parse_segments(segments: list[str], workflow_id: str) -> RunId:
     definition_id, token = _split_run(rest[0], workflow_id)
     rest = rest[1:]
     if not rest:
-        return RunId(pipeline=pipeline, definition_id=definition_id, run=token)
+        return AgentId(pipeline=pipeline, definition_id=definition_id, run=token)
     if len(rest) != 2 or rest[0] != "steps" or not rest[1].startswith("step_"):
         raise InvalidWorkflowId(f"workflow ID {workflow_id!r}: {expected}")
-    return RunId(
+    return AgentId(
         pipeline=pipeline, definition_id=definition_id, run=token, step=rest[1][len("step_") :]
     )
 
 
-def parse_workflow_id_for_type(workflow_id: str, workflow_type: str) -> RunId:
+def parse_workflow_id_for_type(workflow_id: str, workflow_type: str) -> AgentId:
     """Parse and check that the ID's role is the one ``workflow_type`` runs."""
-    run_id = parse_workflow_id(workflow_id)
+    agent_id = parse_workflow_id(workflow_id)
     role = ROLE_FOR_WORKFLOW_TYPE.get(workflow_type)
     if role is None:
         raise InvalidWorkflowId(
             f"workflow type {workflow_type!r} is not an lw workflow "
             f"({', '.join(ROLE_FOR_WORKFLOW_TYPE)})"
         )
-    if run_id.role is not role:
+    if agent_id.role is not role:
         raise InvalidWorkflowId(
-            f"workflow ID {workflow_id!r} is a {run_id.role.value} ID but runs as "
-            f"{workflow_type}; start it as {run_id.workflow_type} or use a "
+            f"workflow ID {workflow_id!r} is a {agent_id.role.value} ID but runs as "
+            f"{workflow_type}; start it as {agent_id.workflow_type} or use a "
             f"{role.value} ID"
         )
-    return run_id
+    return agent_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,21 +374,21 @@ class DataLayout:
         """This runs root's id and the memory root (by id) it serves."""
         return self.local_state / "binding.json"
 
-    def tree_entry(self, top_level: RunId) -> Path:
+    def tree_entry(self, top_level: AgentId) -> Path:
         """On the memory root: which runs root a top-level run's tree lives on."""
         return self.state / "trees" / f"{top_level}.json"
 
-    def run_marker(self, run_id: RunId) -> Path:
+    def run_marker(self, agent_id: AgentId) -> Path:
         """Present on the disk that holds the run's scratch; in the runs root's own
         bookkeeping, so ``runs/`` keeps exactly the layout of the IDs."""
-        digest = hashlib.sha256(str(run_id).encode()).hexdigest()[:32]
+        digest = hashlib.sha256(str(agent_id).encode()).hexdigest()[:32]
         return self.local_state / "runs" / f"{digest}.json"
 
-    def run_dir(self, run_id: RunId) -> Path:
-        return self.runs.joinpath(*run_id.segments)
+    def run_dir(self, agent_id: AgentId) -> Path:
+        return self.runs.joinpath(*agent_id.segments)
 
-    def scratch(self, run_id: RunId) -> Path:
-        return self.run_dir(run_id) / "scratch"
+    def scratch(self, agent_id: AgentId) -> Path:
+        return self.run_dir(agent_id) / "scratch"
 
     def workflow_memory(self, definition_id: str) -> Path:
         return self.memory / "workflows" / check_definition_id(definition_id)
@@ -401,3 +407,6 @@ class DataLayout:
 #: registered, so the Temporal UI can filter by role and definition.
 SEARCH_ATTRIBUTE_ROLE = "LwRole"
 SEARCH_ATTRIBUTE_DEFINITION = "LwDefinition"
+
+#: The name this class had before; kept while callers move to :class:`AgentId`.
+RunId = AgentId

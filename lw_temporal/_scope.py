@@ -32,6 +32,9 @@ class Mode(StrEnum):
 
 
 class StoreKind(StrEnum):
+    """Which of the memory stores a :class:`StoreRef` names; each has its own folder
+    under ``memory/`` and its own mount rules."""
+
     WORKFLOW = "workflow"
     PIPELINE = "pipeline"
     ORG = "org"

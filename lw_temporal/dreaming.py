@@ -4,6 +4,9 @@ reviews as a diff before they reach that workflow's memory.
 ``LittleWorkflowPlugin(dreaming=DreamingSettings(...))`` sets what the dreaming agent is
 told; ``dreaming_consolidator=`` replaces the model-free fallback. The client calls
 below are what ``lw-temporal dream schedule|list|show|approve|reject`` runs.
+
+Constants: ``DEFAULT_INSTRUCTIONS``, what the dreaming agent is told unless
+``DreamingSettings`` says otherwise (``{target}`` is the definition id it dreams for).
 """
 
 from ._dreaming import (

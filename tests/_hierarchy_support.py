@@ -11,12 +11,9 @@ from typing import Any
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
-from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
-from lw_temporal._agent import Model
-
-from .conftest import plugin_client
+from lw_temporal import Model, WorkflowDefinition
+from lw_temporal.testing import running_worker
 
 
 @asynccontextmanager
@@ -29,9 +26,14 @@ async def lw_worker(
     **plugin_options: Any,
 ) -> AsyncIterator[Client]:
     """A client and a running worker, both configured by one plugin."""
-    plugin = LittleWorkflowPlugin(data_dir, definitions, model=model, **plugin_options)
-    client = plugin_client(env, plugin)
-    async with Worker(client, task_queue=task_queue):
+    async with running_worker(
+        env.client,
+        data_dir=data_dir,
+        definitions=definitions,
+        model=model,
+        task_queue=task_queue,
+        **plugin_options,
+    ) as client:
         yield client
 
 

@@ -13,13 +13,11 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from temporalio.client import Client
-from temporalio.common import SearchAttributeKey
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import LittleWorkflowPlugin
-from lw_temporal._devserver import temporal_cli_path, temporal_test_server_path
-from lw_temporal._ids import SEARCH_ATTRIBUTE_DEFINITION, SEARCH_ATTRIBUTE_ROLE
+from lw_temporal import LittleWorkflowPlugin, testing
+from lw_temporal.testing import dev_environment, time_skipping_environment
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -50,36 +48,19 @@ def searchable_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 @pytest_asyncio.fixture(scope="session")
 async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_cli_path(),
-        dev_server_log_level="error",
-        search_attributes=[
-            SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_ROLE),
-            SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_DEFINITION),
-        ],
-    )
-    try:
+    async with dev_environment() as env:
         yield env
-    finally:
-        await env.shutdown()
 
 
 @pytest_asyncio.fixture(scope="session")
 async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=temporal_test_server_path()
-    )
-    try:
+    async with time_skipping_environment() as env:
         yield env
-    finally:
-        await env.shutdown()
 
 
 def plugin_client(env: WorkflowEnvironment, plugin: LittleWorkflowPlugin) -> Client:
     """A client on ``env``'s server configured by ``plugin`` (data converter etc.)."""
-    config = env.client.config()
-    config["plugins"] = [plugin]
-    return Client(**config)
+    return testing.plugin_client(env.client, plugin)
 
 
 def pydantic_client(env: WorkflowEnvironment) -> Client:

@@ -14,7 +14,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, StoreKind, StoreRef, WorkflowDefinition
-from tests.bash_harness import SANDBOXES, bash_worker
+from tests._bash_support import SANDBOXES, bash_worker
 
 HEARTBEAT_TIMEOUT = 5.0
 HELD = 3 * HEARTBEAT_TIMEOUT

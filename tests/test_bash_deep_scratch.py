@@ -15,7 +15,7 @@ from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._ids import parse_workflow_id
 from lw_temporal._retention import RetentionPolicy, collect_garbage
 from lw_temporal._sandbox import remove_tree
-from tests.bash_harness import SANDBOXES, bash_worker
+from tests._bash_support import SANDBOXES, bash_worker
 from tests.conftest import pydantic_client
 
 DEEP = "$(printf 'd/%.0s' $(seq 1500))"

@@ -26,7 +26,7 @@ from lw_temporal._pathcheck import (
     UNPARSEABLE,
     check_command,
 )
-from tests.bash_harness import SANDBOXES, bash_worker, data_snapshot
+from tests._bash_support import SANDBOXES, bash_worker, data_snapshot
 
 WORKER = "pipeline_hostile/sub-runs/run_cr@1/steps/step_1"
 #: ``l0 -> l1 -> ... -> l39 -> d`` in the own scratch (the most hops the check follows).

@@ -22,6 +22,7 @@ from lw_temporal import LittleWorkflowPlugin, Provenance, StoreKind, StoreRef, W
 from lw_temporal._bash import DISCARDED
 from lw_temporal._cli import main
 from lw_temporal._dreaming import DreamResult, DreamStatus, approve_dream
+from tests._bash_support import SANDBOXES, bash_worker, data_snapshot
 from tests._dreaming_support import (
     dreaming_worker,
     start_dream,
@@ -29,8 +30,7 @@ from tests._dreaming_support import (
     wait_for_status,
     wait_visible,
 )
-from tests.bash_harness import SANDBOXES, bash_worker, data_snapshot
-from tests.memory_harness import call, memory_harness
+from tests._memory_support import call, memory_harness
 
 SECRET = "jane.doe@example.com"
 GOOD = "echo kept > /mnt/memory/workflow/good.md; "

@@ -27,7 +27,7 @@ from lw_temporal import (
     WorkflowDefinition,
 )
 from lw_temporal._bash import DISCARDED, MAX_LISTED_CHANGES
-from tests.bash_harness import SANDBOXES, bash_worker, data_snapshot
+from tests._bash_support import SANDBOXES, bash_worker, data_snapshot
 from tests.test_bash_hostile_names import _staging_is_clean
 
 SMALL = MemoryQuota(max_files=5, max_file_bytes=4096)

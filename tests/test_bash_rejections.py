@@ -8,7 +8,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import REJECTED_EXIT_CODE, LittleWorkflowPlugin, WorkflowDefinition
-from tests.bash_harness import bash_worker
+from tests._bash_support import bash_worker
 
 ORCHESTRATOR = "pipeline_rej"
 PLANNER = "pipeline_rej/sub-runs/run_cr@1"

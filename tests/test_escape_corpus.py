@@ -25,7 +25,7 @@ from temporalio.testing import WorkflowEnvironment
 from lw_temporal import LittleWorkflowPlugin, MemoryConfig, WorkflowDefinition
 from lw_temporal._bash import BashResult
 from lw_temporal._definitions import AttachSpec
-from tests.bash_harness import bash_worker, snapshot
+from tests._bash_support import bash_worker, snapshot
 
 WORKER = "pipeline_esc/sub-runs/run_cr@1/steps/step_1"
 SECRET_ENV = "lw-secret-env-" + uuid.uuid4().hex

@@ -13,7 +13,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal._sandbox._identity import DEFAULT_GID, DEFAULT_UID
-from tests.escape_support import BACKENDS, PLANNER, WORKER, running
+from tests._escape_support import BACKENDS, PLANNER, WORKER, running
 
 ATTACKS = [
     'cp "$(command -v python3)" /mnt/scratch/own/py; chmod 4755 /mnt/scratch/own/py',

@@ -11,7 +11,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal._sandbox import LAUNCH_FAILED_MARKER, LAUNCH_FAILED_STATUS
-from tests.escape_support import BACKENDS, WORKER, running
+from tests._escape_support import BACKENDS, WORKER, running
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

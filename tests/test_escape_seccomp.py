@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from tests.escape_support import BACKENDS, WORKER, running, syscall
+from tests._escape_support import BACKENDS, WORKER, running, syscall
 
 EPERM, ENOSYS = errno.EPERM, errno.ENOSYS
 

@@ -11,7 +11,7 @@ from temporalio.testing import WorkflowEnvironment
 from lw_temporal import LittleWorkflowPlugin, StoreKind, StoreRef, WorkflowDefinition
 from lw_temporal._definitions import sha256_hex
 
-from .memory_harness import call, memory_harness
+from ._memory_support import call, memory_harness
 
 
 async def test_planner_crud_on_its_workflow_memory(

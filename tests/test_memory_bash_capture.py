@@ -25,8 +25,8 @@ from lw_temporal import (
 from lw_temporal._changes import StoreChange
 from lw_temporal._scope import Scope
 
-from .bash_harness import bash_worker
-from .memory_harness import call, memory_harness
+from ._bash_support import bash_worker
+from ._memory_support import call, memory_harness
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 

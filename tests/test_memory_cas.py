@@ -22,7 +22,7 @@ from lw_temporal import (
 )
 from lw_temporal._ids import DataLayout
 
-from .memory_harness import call, memory_harness
+from ._memory_support import call, memory_harness
 
 STORE = StoreRef(StoreKind.WORKFLOW, "notes")
 

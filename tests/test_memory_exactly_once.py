@@ -10,7 +10,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, StoreKind, StoreRef, WorkflowDefinition
 
-from .memory_harness import call, memory_harness
+from ._memory_support import call, memory_harness
 
 
 class _CrashAfterCommit(RuntimeError):

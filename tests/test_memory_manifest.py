@@ -16,7 +16,7 @@ from lw_temporal import LittleWorkflowPlugin, StoreKind, StoreRef, WorkflowDefin
 from lw_temporal._cli import main
 from lw_temporal._memory._manifest import manifests_dir, read_manifest
 
-from .memory_harness import call, memory_harness
+from ._memory_support import call, memory_harness
 
 STORE = StoreRef(StoreKind.WORKFLOW, "notes")
 LESSONS = "/mnt/memory/workflow/lessons.md"

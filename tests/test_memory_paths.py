@@ -13,7 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, Provenance, StoreKind, StoreRef, WorkflowDefinition
 
-from .memory_harness import call, memory_harness
+from ._memory_support import call, memory_harness
 
 
 async def test_traversal_and_links_are_refused(

@@ -21,7 +21,7 @@ from lw_temporal import (
     WorkflowDefinition,
 )
 
-from .memory_harness import call, memory_harness
+from ._memory_support import call, memory_harness
 
 # Built at run time so that no literal secret shape sits in the repository.
 SECRETS = {

@@ -18,7 +18,7 @@ from lw_temporal import (
     WorkflowDefinition,
 )
 
-from .memory_harness import call, memory_harness
+from ._memory_support import call, memory_harness
 
 
 def _definitions() -> list[WorkflowDefinition]:

@@ -12,7 +12,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._sandbox import BwrapBackend, SandboxUnavailable, select_backend
-from tests.bash_harness import Commands, bash_worker
+from tests._bash_support import Commands, bash_worker
 
 WORKER = "run_cr@1/steps/step_1"
 

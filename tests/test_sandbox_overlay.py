@@ -13,7 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._errors import SANDBOX_UNAVAILABLE
 from lw_temporal._sandbox import collect_changes
-from tests.bash_harness import bash_worker
+from tests._bash_support import bash_worker
 
 PLANNER = "run_cr@1"
 STEP = "run_cr@1/steps/step_1"

@@ -15,7 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._sandbox import Limits, landlock_abi
 from lw_temporal._sandbox._run import _pids_base
-from tests.bash_harness import Commands, bash_worker
+from tests._bash_support import Commands, bash_worker
 
 
 def worker_id() -> str:

@@ -76,6 +76,9 @@ class AgentInput(BaseModel):
 
 
 class AgentResult(BaseModel):
+    """What an agent workflow returns: its answer, its children, and the tokens its
+    whole tree used."""
+
     workflow_id: str
     role: Role
     definition_id: str | None

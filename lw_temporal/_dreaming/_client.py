@@ -35,6 +35,8 @@ from ._records import (
 
 
 def dream_schedule_id(definition_id: str) -> str:
+    """The Schedule ID a target's dreaming gets unless one is given: one schedule per
+    target, which ``lw-temporal dream`` finds by the definition id alone."""
     return f"lw-dream-{check_definition_id(definition_id)}"
 
 

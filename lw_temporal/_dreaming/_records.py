@@ -75,6 +75,9 @@ class DreamOptions(_Model):
 
 
 class DreamInput(_Model):
+    """The ``lw.Dreaming`` workflow's input: the definition id whose runs to
+    consolidate, and how."""
+
     target: str
     options: DreamOptions = DreamOptions()
 
@@ -107,6 +110,8 @@ class FileChange(_Model):
 
 
 class Decision(_Model):
+    """A reviewer's approval or rejection of a proposal: who, why, and which paths."""
+
     who: str = Field(min_length=1, max_length=200)
     why: str = Field(default="", max_length=2_000)
     #: Target paths to promote; empty promotes every change of the proposal.
@@ -114,6 +119,8 @@ class Decision(_Model):
 
 
 class PromotionOutcome(_Model):
+    """What an approval wrote to the target's memory, and what it could not."""
+
     promoted: tuple[str, ...] = ()
     #: Changes the reviewer left out (``approve --only``): never written.
     dropped: tuple[str, ...] = ()
@@ -123,6 +130,8 @@ class PromotionOutcome(_Model):
 
 
 class DreamStatus(StrEnum):
+    """Where a dream stands, from collecting runs to a reviewer's decision."""
+
     COLLECTING = "collecting"
     DREAMING = "dreaming"
     CONSOLIDATING = "consolidating"
@@ -137,6 +146,8 @@ class DreamStatus(StrEnum):
 
 
 class DreamState(_Model):
+    """A running dream as its state query answers it (``lw-temporal dream list|show``)."""
+
     workflow_id: str
     target: str
     status: DreamStatus
@@ -152,6 +163,9 @@ class DreamState(_Model):
 
 
 class DreamResult(_Model):
+    """A finished dream: how many runs it read, what it proposed, what the reviewer
+    decided and what was promoted."""
+
     target: str
     status: DreamStatus
     runs: int = 0

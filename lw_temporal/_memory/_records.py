@@ -132,6 +132,9 @@ class MutationResult(_Model):
 
 
 class ReadResult(_Model):
+    """A file's content as one read returns it: bounded (``truncated`` says when the
+    file holds more), with the sha256 a later write passes as ``if_sha256``."""
+
     path: str
     exists: bool
     content: str = ""
@@ -142,12 +145,16 @@ class ReadResult(_Model):
 
 
 class ListEntry(_Model):
+    """One file or folder of a listing."""
+
     path: str
     kind: Literal["file", "dir", "link", "other"]
     size: int = 0
 
 
 class ListResult(_Model):
+    """A folder's entries, capped (``truncated`` says when more exist)."""
+
     path: str
     entries: tuple[ListEntry, ...] = ()
     truncated: bool = False
@@ -170,6 +177,9 @@ class VersionInfo(_Model):
 
 
 class RedactResult(_Model):
+    """What a redaction overwrote: the current file if it held the text, and the kept
+    versions that did (old sha256 to new), so nothing still shows what was removed."""
+
     path: str
     current_changed: bool
     content_sha256: str | None
@@ -270,6 +280,9 @@ def _alias(*names: str) -> AliasChoices:
 
 
 class MemoryReadRequest(_Request):
+    """Read a file of the agent's view (the memory tool's ``view``), ``max_bytes`` at a
+    time from ``offset``, so a large file never enters a history whole."""
+
     path: str
     offset: int = Field(default=0, ge=0)
     max_bytes: int = Field(default=DEFAULT_READ_BYTES, gt=0, le=MAX_READ_BYTES)
@@ -284,6 +297,9 @@ class MemoryWriteRequest(_Request):
 
 
 class MemoryAppendRequest(_Request):
+    """Add ``content`` at the end of a file, creating it if absent (the memory tool's
+    ``insert`` at the end)."""
+
     path: str
     content: str = Field(validation_alias=_alias("content", "text", "file_text"))
     if_sha256: str | None = None
@@ -300,12 +316,16 @@ class MemoryReplaceRequest(_Request):
 
 
 class MemoryDeleteRequest(_Request):
+    """Delete a file, or a folder with ``recursive`` (the memory tool's ``delete``)."""
+
     path: str
     recursive: bool = False
     if_sha256: str | None = None
 
 
 class MemoryListRequest(_Request):
+    """List a folder of the agent's view, at most ``limit`` entries."""
+
     path: str = "/mnt/memory"
     recursive: bool = True
     limit: int = Field(default=1000, gt=0, le=10_000)

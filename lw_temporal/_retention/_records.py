@@ -35,6 +35,9 @@ class GcItem(_Model):
 
 
 class GcReport(_Model):
+    """What one retention pass removed and why it kept the rest (runs still open,
+    scratch closed more recently than ``retain``)."""
+
     retain: timedelta | None
     dry_run: bool
     removed: tuple[GcItem, ...] = ()

@@ -8,6 +8,11 @@ errors into typed ``ApplicationError``s (rate limits and overload retried after 
 provider's ``retry-after``; bad keys, bad requests and context overflow not retried).
 The SDKs are optional extras (``pip install 'lw-temporal[anthropic]'`` or
 ``[openai]``); each adapter imports its SDK only when it is first used.
+
+Constants: the ``ApplicationError`` types an adapter raises, also in
+``lw_temporal.errors``: ``MODEL_AUTH``, ``MODEL_INVALID_REQUEST``,
+``MODEL_CONTEXT_OVERFLOW`` and ``MODEL_REFUSED`` are not retried; ``MODEL_RATE_LIMITED``
+and ``MODEL_UNAVAILABLE`` are, after the provider's ``retry-after``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._sandbox import landlock_abi
-from tests.bash_harness import BashRunner, bash_worker
+from tests._bash_support import BashRunner, bash_worker
 
 WORKER = "pipeline_esc/sub-runs/run_cr@1/steps/step_1"
 PLANNER = "pipeline_esc/sub-runs/run_cr@1"

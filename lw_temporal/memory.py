@@ -1,0 +1,73 @@
+"""Memory stores: the admin API over a data dir's stores and the records it returns.
+
+Agents reach memory through their sandboxed ``/mnt/memory/...`` folders and the
+``lw.memory.*`` activities; people and tooling reach the same stores here, with the
+same versions, audit trail, quotas and scanning::
+
+    stores = MemoryStores(DataLayout.at("/var/lib/lw"))
+    notes = StoreRef(StoreKind.WORKFLOW, "research")
+    stores.write(notes, "notes.md", b"...", provenance=Provenance.admin("alice"))
+    for entry in stores.audit(notes, path="notes.md"):
+        print(entry.time, entry.who, entry.op, entry.sha256_after)
+
+A store is addressed by a :class:`StoreRef` (its :class:`StoreKind` and key: a
+definition id, a pipeline key, or ``org``); every mutation takes a :class:`Provenance`
+saying who made it. ``Provenance.run_id`` is Temporal's run id of the activity that made
+a change (one execution), not a parsed workflow ID (that is ``lw_temporal.ids.AgentId``).
+
+Scratch retention (deleting the scratch of runs closed long enough ago) lives here
+too: :class:`RetentionPolicy`, :func:`collect_garbage` and :func:`schedule_retention`.
+
+Constants: ``ABSENT``, the ``if_sha256`` value meaning "the file must not exist yet"
+(create only).
+"""
+
+from ._memory import (
+    ABSENT,
+    AuditEntry,
+    ListEntry,
+    ListResult,
+    MemoryAppendRequest,
+    MemoryDeleteRequest,
+    MemoryListRequest,
+    MemoryReadRequest,
+    MemoryReplaceRequest,
+    MemoryStores,
+    MemoryWriteRequest,
+    MutationResult,
+    Provenance,
+    PruneResult,
+    ReadResult,
+    RedactResult,
+    VersionInfo,
+    VersionRetention,
+)
+from ._retention import GcReport, RetentionPolicy, collect_garbage, schedule_retention
+from ._scope import StoreKind, StoreRef
+
+__all__ = [
+    "ABSENT",
+    "AuditEntry",
+    "GcReport",
+    "ListEntry",
+    "ListResult",
+    "MemoryAppendRequest",
+    "MemoryDeleteRequest",
+    "MemoryListRequest",
+    "MemoryReadRequest",
+    "MemoryReplaceRequest",
+    "MemoryStores",
+    "MemoryWriteRequest",
+    "MutationResult",
+    "Provenance",
+    "PruneResult",
+    "ReadResult",
+    "RedactResult",
+    "RetentionPolicy",
+    "StoreKind",
+    "StoreRef",
+    "VersionInfo",
+    "VersionRetention",
+    "collect_garbage",
+    "schedule_retention",
+]
