@@ -29,10 +29,11 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from ._base import FrozenModel
 from ._changes import CommitOutcome, Committer, StoreChange
 from ._config import LwConfig
 from ._errors import MEMORY_COMMIT_FAILED, SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
@@ -71,11 +72,9 @@ OUTPUT_FOLDER = ".bash-output"
 _T = TypeVar("_T")
 
 
-class BashRequest(BaseModel):
+class BashRequest(FrozenModel):
     """The ``lw.bash`` activity's input: one command line for the agent's sandboxed
     shell; the agent's view of memory and scratch follows from the workflow ID alone."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     #: No length bound here: a request that failed to decode would be retried; the
     #: pre-check refuses one over ``MAX_COMMAND_BYTES`` with a readable reason instead.
@@ -83,22 +82,18 @@ class BashRequest(BaseModel):
     timeout_seconds: float | None = Field(default=None, gt=0)
 
 
-class MemoryChange(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class MemoryChange(FrozenModel):
     #: The virtual path the agent used, e.g. ``/mnt/memory/workflow/lessons.md``.
     path: str
     kind: Literal["write", "delete", "mkdir"]
     store: str
 
 
-class BashResult(BaseModel):
+class BashResult(FrozenModel):
     """What one command did, bounded for the history: outputs beyond the cap are in
     files the agent can read (``*_ref``), memory changes are listed with a count, and
     ``rejection`` says why a command was refused before it ran (exit code
     ``REJECTED_EXIT_CODE``)."""
-
-    model_config = ConfigDict(frozen=True)
 
     exit_code: int
     stdout: str

@@ -12,8 +12,9 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from ._base import FrozenModel
 from ._ids import DREAMING_DEFINITION_ID, check_definition_id
 
 Access = Literal["rw", "ro", "none"]
@@ -30,11 +31,7 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class AttachSpec(_Model):
+class AttachSpec(FrozenModel):
     """A peer workflow whose memory is mounted read-only."""
 
     id: str
@@ -56,7 +53,7 @@ class AttachSpec(_Model):
         return value
 
 
-class MemoryConfig(_Model):
+class MemoryConfig(FrozenModel):
     """Which memory stores a definition's agents see, and how.
 
     ``workflow`` defaults to ``rw`` (a workflow curates its own lessons); ``org`` to
@@ -79,7 +76,7 @@ class MemoryConfig(_Model):
         return value
 
 
-class MemoryQuota(_Model):
+class MemoryQuota(FrozenModel):
     """Limits of one memory store; a write that would pass them is refused whole."""
 
     max_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
@@ -87,7 +84,7 @@ class MemoryQuota(_Model):
     max_file_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
 
 
-class WorkflowDefinition(_Model):
+class WorkflowDefinition(FrozenModel):
     """One agent workflow: its id, what its agents are told, and its memory."""
 
     id: str

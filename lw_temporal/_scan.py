@@ -15,15 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from ._base import FrozenModel
 
 FindingKind = Literal["secret", "pii"]
 
 
-class Finding(BaseModel):
+class Finding(FrozenModel):
     """One match of a scan rule; ``excerpt`` is masked, never the whole secret."""
-
-    model_config = ConfigDict(frozen=True)
 
     rule: str
     kind: FindingKind

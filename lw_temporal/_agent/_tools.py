@@ -16,8 +16,9 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from .._base import FrozenModel
 from .._bash import BASH_ACTIVITY, BashRequest, BashResult
 from .._ids import Role
 from .._memory import (
@@ -112,8 +113,8 @@ class Tool(Generic[Req, Res]):
         return Rendered(clip(shown.text, RESULT_CAP), shown.is_error, shown.ref)
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class _Args(FrozenModel):
+    """A tool's arguments as the model sends them: a misspelt one is refused, not dropped."""
 
 
 class PlanWorkflowArgs(_Args):

@@ -9,7 +9,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
+
+from .._base import FrozenModel
 
 DREAM_FIND_RUNS = "lw.dreaming.find_runs"
 DREAM_EXTRACT = "lw.dreaming.extract"
@@ -38,10 +40,6 @@ MAX_CHANGES = 200
 MAX_SOURCES = 20
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 # -- workflow input, state and result ---------------------------------------------------
 
 
@@ -50,7 +48,7 @@ _CLOSED_STATUSES = frozenset(
 )
 
 
-class DreamOptions(_Model):
+class DreamOptions(FrozenModel):
     """How much one dream reads and how long it waits for a reviewer."""
 
     max_runs: int = Field(default=500, gt=0, le=100_000)
@@ -74,7 +72,7 @@ class DreamOptions(_Model):
         return value
 
 
-class DreamInput(_Model):
+class DreamInput(FrozenModel):
     """The ``lw.Dreaming`` workflow's input: the definition id whose runs to
     consolidate, and how."""
 
@@ -82,7 +80,7 @@ class DreamInput(_Model):
     options: DreamOptions = DreamOptions()
 
 
-class Cursor(_Model):
+class Cursor(FrozenModel):
     """Where the target's dreams stand: the newest close time claimed, the runs that
     closed at exactly that time (so a tie is neither skipped nor read twice), and how
     far into the target store's audit log the runs' bash-made changes were read.
@@ -95,7 +93,7 @@ class Cursor(_Model):
     audit_offset: int = Field(default=0, ge=0)
 
 
-class FileChange(_Model):
+class FileChange(FrozenModel):
     """One file of a proposal: the target file it replaces (``base_sha256``, the
     version the dream read, ``None`` when absent) and the proposed content (a version
     of dreaming's own store), with the runs it came from."""
@@ -109,7 +107,7 @@ class FileChange(_Model):
     sources_count: int = 0
 
 
-class Decision(_Model):
+class Decision(FrozenModel):
     """A reviewer's approval or rejection of a proposal: who, why, and which paths."""
 
     who: str = Field(min_length=1, max_length=200)
@@ -118,7 +116,7 @@ class Decision(_Model):
     only: tuple[str, ...] = Field(default=(), max_length=MAX_CHANGES)
 
 
-class PromotionOutcome(_Model):
+class PromotionOutcome(FrozenModel):
     """What an approval wrote to the target's memory, and what it could not."""
 
     promoted: tuple[str, ...] = ()
@@ -145,7 +143,7 @@ class DreamStatus(StrEnum):
     UNREACHABLE = "unreachable"
 
 
-class DreamState(_Model):
+class DreamState(FrozenModel):
     """A running dream as its state query answers it (``lw-temporal dream list|show``)."""
 
     workflow_id: str
@@ -162,7 +160,7 @@ class DreamState(_Model):
     approval_deadline: datetime | None = None
 
 
-class DreamResult(_Model):
+class DreamResult(FrozenModel):
     """A finished dream: how many runs it read, what it proposed, what the reviewer
     decided and what was promoted."""
 
@@ -176,7 +174,7 @@ class DreamResult(_Model):
     promotion: PromotionOutcome | None = None
 
 
-class ShowResult(_Model):
+class ShowResult(FrozenModel):
     """A proposal as the reviewer reads it: a unified diff per file (bounded; the
     whole text is in ``path``, in the data dir's bookkeeping)."""
 
@@ -188,60 +186,60 @@ class ShowResult(_Model):
 # -- activity requests and results ------------------------------------------------------
 
 
-class FindRunsRequest(_Model):
+class FindRunsRequest(FrozenModel):
     max_runs: int
     batch_size: int
     statuses: tuple[str, ...]
     since: datetime | None = None
 
 
-class FindRunsResult(_Model):
+class FindRunsResult(FrozenModel):
     runs: int
     batches: int
     #: The worker has a model: the dreaming agent writes the notes.
     agent: bool = False
 
 
-class ExtractRequest(_Model):
+class ExtractRequest(FrozenModel):
     batch: int = Field(ge=0)
     batch_size: int = Field(gt=0)
 
 
-class ExtractResult(_Model):
+class ExtractResult(FrozenModel):
     runs: int
     commands: int
     failures: int
     memory_ops: int
 
 
-class ConsolidateRequest(_Model):
+class ConsolidateRequest(FrozenModel):
     batches: int = Field(ge=0)
 
 
-class ConsolidateResult(_Model):
+class ConsolidateResult(FrozenModel):
     runs: int
     notes: int
 
 
-class ProposeRequest(_Model):
+class ProposeRequest(FrozenModel):
     batches: int = Field(ge=0)
 
 
-class ProposeResult(_Model):
+class ProposeResult(FrozenModel):
     changes: tuple[FileChange, ...]
     changes_count: int
 
 
-class PromoteRequest(_Model):
+class PromoteRequest(FrozenModel):
     changes: tuple[FileChange, ...]
     decision: Decision
 
 
-class ReleaseRequest(_Model):
+class ReleaseRequest(FrozenModel):
     batches: int = Field(ge=0)
 
 
-class ShowRequest(_Model):
+class ShowRequest(FrozenModel):
     changes: tuple[FileChange, ...]
     max_bytes: int = Field(default=64 * 1024, gt=0, le=1024 * 1024)
 
@@ -249,26 +247,26 @@ class ShowRequest(_Model):
 # -- what the consolidator sees ------------------------------------------------------------
 
 
-class CommandRecord(_Model):
+class CommandRecord(FrozenModel):
     command: str
     exit_code: int | None = None
     rejection: str | None = None
 
 
-class FailureRecord(_Model):
+class FailureRecord(FrozenModel):
     #: ``activity:<type>`` or ``workflow:<type>``.
     source: str
     message: str
 
 
-class MemoryOpRecord(_Model):
+class MemoryOpRecord(FrozenModel):
     op: str
     path: str | None = None
     content: str | None = None
     store: str | None = None
 
 
-class RunRecord(_Model):
+class RunRecord(FrozenModel):
     """What one finished run did, extracted from its history and its steps' histories."""
 
     workflow_id: str

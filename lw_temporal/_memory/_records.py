@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, ConfigDict, Field
 from temporalio import activity
 
+from .._base import FrozenModel
 from .._changes import StoreChange
 from .._scan import Finding
 from .._scope import Scope
@@ -24,11 +25,7 @@ DEFAULT_READ_BYTES = 256 * 1024
 MAX_READ_BYTES = 1024 * 1024
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Provenance(_Model):
+class Provenance(FrozenModel):
     """Who made a mutation: the activity that ran it, or an admin ``actor``.
 
     ``idempotency_key`` is (namespace, workflow id, run id, activity id): the same for
@@ -117,7 +114,7 @@ class AuditEntry(Provenance):
     detail: dict[str, str] | None = None
 
 
-class MutationResult(_Model):
+class MutationResult(FrozenModel):
     """What a mutation did. ``replayed`` is true when a retried activity got the
     result its earlier attempt recorded instead of applying the change again."""
 
@@ -131,7 +128,7 @@ class MutationResult(_Model):
     replayed: bool = False
 
 
-class ReadResult(_Model):
+class ReadResult(FrozenModel):
     """A file's content as one read returns it: bounded (``truncated`` says when the
     file holds more), with the sha256 a later write passes as ``if_sha256``."""
 
@@ -144,7 +141,7 @@ class ReadResult(_Model):
     truncated: bool = False
 
 
-class ListEntry(_Model):
+class ListEntry(FrozenModel):
     """One file or folder of a listing."""
 
     path: str
@@ -152,7 +149,7 @@ class ListEntry(_Model):
     size: int = 0
 
 
-class ListResult(_Model):
+class ListResult(FrozenModel):
     """A folder's entries, capped (``truncated`` says when more exist)."""
 
     path: str
@@ -160,7 +157,7 @@ class ListResult(_Model):
     truncated: bool = False
 
 
-class VersionInfo(_Model):
+class VersionInfo(FrozenModel):
     """One kept version of a file; ``available`` is false if its content is gone."""
 
     sha256: str
@@ -176,7 +173,7 @@ class VersionInfo(_Model):
         return Provenance(workflow_id=self.workflow_id, actor=self.actor).by()
 
 
-class RedactResult(_Model):
+class RedactResult(FrozenModel):
     """What a redaction overwrote: the current file if it held the text, and the kept
     versions that did (old sha256 to new), so nothing still shows what was removed."""
 
@@ -191,7 +188,7 @@ class RedactResult(_Model):
 StagedChange = StoreChange
 
 
-class StagedChangeResult(_Model):
+class StagedChangeResult(FrozenModel):
     path: str
     kind: Literal["write", "delete", "mkdir"]
     status: Literal["applied", "rejected", "rolled_back"]
@@ -202,7 +199,7 @@ class StagedChangeResult(_Model):
     findings: tuple[Finding, ...] = ()
 
 
-class StagedCommitResult(_Model):
+class StagedCommitResult(FrozenModel):
     """All of one command's changes to one store, applied together or not at all."""
 
     store: str
@@ -217,7 +214,7 @@ class StagedCommitResult(_Model):
         return [f"{c.path}: {c.reason}" for c in self.changes if c.status == "rejected"]
 
 
-class VersionRetention(_Model):
+class VersionRetention(FrozenModel):
     """How many kept versions of each file a store keeps: the last ``keep_last`` and
     any made within ``keep_days``. The current version is never pruned."""
 
@@ -225,7 +222,7 @@ class VersionRetention(_Model):
     keep_days: float | None = Field(default=None, ge=0)
 
 
-class PruneResult(_Model):
+class PruneResult(FrozenModel):
     """What one retention pass removed from one store."""
 
     store: str
@@ -236,7 +233,7 @@ class PruneResult(_Model):
     replayed: bool = False
 
 
-class ManifestStore(_Model):
+class ManifestStore(FrozenModel):
     """One store a run mounted: where, how, and the store's tree when the run began."""
 
     mount: str
@@ -246,7 +243,7 @@ class ManifestStore(_Model):
     snapshot_id: str | None
 
 
-class RunManifest(_Model):
+class RunManifest(FrozenModel):
     """What an agent run started from: its definition, pipeline and memory."""
 
     workflow_id: str
@@ -260,7 +257,7 @@ class RunManifest(_Model):
     stores: tuple[ManifestStore, ...] = ()
 
 
-class LedgerRecord(_Model):
+class LedgerRecord(FrozenModel):
     """What the idempotency ledger kept for one activity's committed mutation."""
 
     op: str
@@ -271,8 +268,10 @@ class LedgerRecord(_Model):
 # -- activity requests ---------------------------------------------------------
 
 
-class _Request(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+class _Request(FrozenModel):
+    """Also takes the memory tool's names for a field (``file_text``, ``old_str``...)."""
+
+    model_config = ConfigDict(populate_by_name=True)
 
 
 def _alias(*names: str) -> AliasChoices:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from .._base import FrozenModel
 
 RETENTION_WORKFLOW = "lw.ScratchRetention"
 RETENTION_GC = "lw.retention.gc"
@@ -12,11 +14,7 @@ RETENTION_SCHEDULE_ID = "lw-scratch-retention"
 AUDIT_FILE = "retention.jsonl"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class RetentionPolicy(_Model):
+class RetentionPolicy(FrozenModel):
     """``retain=None`` keeps every scratch forever (the seeds' default)."""
 
     retain: timedelta | None = None
@@ -25,7 +23,7 @@ class RetentionPolicy(_Model):
     max_listed: int = Field(default=100, ge=0, le=10_000)
 
 
-class GcItem(_Model):
+class GcItem(FrozenModel):
     workflow_id: str
     path: str
     files: int
@@ -34,7 +32,7 @@ class GcItem(_Model):
     why: str
 
 
-class GcReport(_Model):
+class GcReport(FrozenModel):
     """What one retention pass removed and why it kept the rest (runs still open,
     scratch closed more recently than ``retain``)."""
 
