@@ -36,7 +36,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from lw_temporal import LittleWorkflowPlugin, RunId, WorkflowDefinition
+from lw_temporal import AgentId, LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._agent import Model, ModelRequest, ModelResponse, ToolCall
 from lw_temporal._devserver import temporal_cli_path
 from lw_temporal._workflows import AgentInput, AgentResult
@@ -179,7 +179,7 @@ async def run_lw(env: WorkflowEnvironment, turns: int, size: int) -> Row:
         config["plugins"] = [plugin]
         client = Client(**config)
         queue = f"bench-{uuid.uuid4().hex[:8]}"
-        run = RunId.planner("loud", queue)
+        run = AgentId.planner("loud", queue)
         async with Worker(client, task_queue=queue):
             result = await client.execute_workflow(
                 "lw.Planner",

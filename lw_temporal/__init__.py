@@ -47,10 +47,10 @@ from ._ids import (
     ORCHESTRATOR_WORKFLOW,
     PLANNER_WORKFLOW,
     WORKER_WORKFLOW,
+    AgentId,
     DataLayout,
     InvalidWorkflowId,
     Role,
-    RunId,
     parse_workflow_id,
 )
 from ._memory import (
@@ -96,6 +96,7 @@ __all__ = [
     "PROGRESS_QUERY",
     "REJECTED_EXIT_CODE",
     "WORKER_WORKFLOW",
+    "AgentId",
     "AgentInput",
     "AgentResult",
     "AttachSpec",
@@ -146,7 +147,6 @@ __all__ = [
     "RetentionActivities",
     "RetentionPolicy",
     "Role",
-    "RunId",
     "RunRecord",
     "Scanner",
     "Scope",

@@ -441,7 +441,7 @@ class BashActivities:
             except OSError as err:
                 raise lw_error(
                     MEMORY_COMMIT_FAILED,
-                    f"workflow {scope.workflow_id} run {scope.run_id}: committing the "
+                    f"workflow {scope.workflow_id}: committing the "
                     f"command's changes to {mount.store} ({mount.virtual}) failed: "
                     f"{shown_name(str(err))}; nothing of it was kept",
                 ) from None

@@ -79,7 +79,7 @@ class LwConfig:
             )
         scope = self.scope_of(info.workflow_id, info.workflow_type)
         if not info.is_local:
-            self.topology.check_placement(info.workflow_id, scope.run_id)
+            self.topology.check_placement(info.workflow_id, scope.agent_id)
         from ._memory._manifest import record_manifest  # the run's first touch records it
 
         record_manifest(

@@ -29,8 +29,8 @@ from ._ids import (
     ORCHESTRATOR_WORKFLOW,
     SEARCH_ATTRIBUTE_DEFINITION,
     SEARCH_ATTRIBUTE_ROLE,
+    AgentId,
     DataLayout,
-    RunId,
 )
 from ._live import Screen, follow, new_token
 from ._plugin import LittleWorkflowPlugin
@@ -82,7 +82,7 @@ async def run_pipeline(
     scripted: bool = True,
 ) -> AgentResult:
     """Run one sample pipeline on a running worker, printing progress and the results."""
-    pipeline = str(RunId.orchestrator(new_token()))
+    pipeline = str(AgentId.orchestrator(new_token()))
     out(f"starting {ORCHESTRATOR_WORKFLOW} {pipeline}")
     handle = await client.start_workflow(
         ORCHESTRATOR_WORKFLOW,

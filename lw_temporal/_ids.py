@@ -407,6 +407,3 @@ class DataLayout:
 #: registered, so the Temporal UI can filter by role and definition.
 SEARCH_ATTRIBUTE_ROLE = "LwRole"
 SEARCH_ATTRIBUTE_DEFINITION = "LwDefinition"
-
-#: The name this class had before; kept while callers move to :class:`AgentId`.
-RunId = AgentId

@@ -32,7 +32,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from ._ids import InvalidWorkflowId, RunId, check_definition_id
+from ._ids import AgentId, InvalidWorkflowId, check_definition_id
 from ._workflows import PROGRESS_QUERY, AgentInput, AgentResult, Progress
 
 #: Seconds between two looks at a live tree.
@@ -244,7 +244,7 @@ def new_token() -> str:
     return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 
 
-def run_id_for(args: argparse.Namespace) -> tuple[RunId, str]:
+def agent_id_for(args: argparse.Namespace) -> tuple[AgentId, str]:
     """The workflow ID and the task of ``lw-temporal run``'s positional arguments."""
     words: list[str] = args.words
     expected = 1 if args.pipeline else 2
@@ -258,8 +258,8 @@ def run_id_for(args: argparse.Namespace) -> tuple[RunId, str]:
     token = args.id or new_token()
     try:
         if args.pipeline:
-            return RunId.orchestrator(token), words[0]
-        return RunId.planner(check_definition_id(words[0]), token), words[1]
+            return AgentId.orchestrator(token), words[0]
+        return AgentId.planner(check_definition_id(words[0]), token), words[1]
     except (InvalidWorkflowId, ValueError) as err:
         raise SystemExit(f"lw-temporal run: {err}") from None
 
@@ -298,13 +298,13 @@ def _ended(code: int) -> int:
 
 
 async def run_command(args: argparse.Namespace) -> int:
-    run_id, task = run_id_for(args)
-    workflow_id = str(run_id)
+    agent_id, task = agent_id_for(args)
+    workflow_id = str(agent_id)
     client = await connect(args)
     screen = Screen()
-    print(f"starting {run_id.workflow_type} {workflow_id} on task queue {args.task_queue}")
+    print(f"starting {agent_id.workflow_type} {workflow_id} on task queue {args.task_queue}")
     handle = await traced(client, args).start_workflow(
-        run_id.workflow_type,
+        agent_id.workflow_type,
         AgentInput(task=task),
         id=workflow_id,
         task_queue=args.task_queue,

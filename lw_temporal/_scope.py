@@ -15,9 +15,9 @@ from pathlib import Path, PurePosixPath
 from ._definitions import DefinitionRegistry, WorkflowDefinition
 from ._ids import (
     DREAMING_DEFINITION_ID,
+    AgentId,
     DataLayout,
     Role,
-    RunId,
     check_definition_id,
     parse_workflow_id_for_type,
 )
@@ -80,7 +80,7 @@ class Mount:
 @dataclass(frozen=True, slots=True)
 class Scope:
     workflow_id: str
-    run_id: RunId
+    agent_id: AgentId
     role: Role
     layout: DataLayout
     definition: WorkflowDefinition | None
@@ -90,7 +90,7 @@ class Scope:
 
     @property
     def own_scratch(self) -> Path:
-        return self.layout.scratch(self.run_id)
+        return self.layout.scratch(self.agent_id)
 
     def mount_at(self, virtual: PurePosixPath | str) -> Mount | None:
         """The mount whose folder holds ``virtual`` (the deepest one), if any."""
@@ -181,8 +181,8 @@ def _peer_mounts(definition: WorkflowDefinition, layout: DataLayout) -> list[Mou
     ]
 
 
-def _scratch(run_id: RunId, layout: DataLayout, name: str, mode: Mode, purpose: str) -> Mount:
-    return Mount(MNT / "scratch" / name, layout.scratch(run_id), mode, purpose)
+def _scratch(agent_id: AgentId, layout: DataLayout, name: str, mode: Mode, purpose: str) -> Mount:
+    return Mount(MNT / "scratch" / name, layout.scratch(agent_id), mode, purpose)
 
 
 def _access(value: str) -> Mode | None:
@@ -200,11 +200,11 @@ def derive_scope(
     Raises ``InvalidWorkflowId`` for an ID outside the grammar or of the wrong role,
     ``KeyError`` for a definition this worker does not serve.
     """
-    run_id = parse_workflow_id_for_type(workflow_id, workflow_type)
-    role = run_id.role
+    agent_id = parse_workflow_id_for_type(workflow_id, workflow_type)
+    role = agent_id.role
     mounts: list[Mount] = []
     definition: WorkflowDefinition | None = None
-    in_pipeline = run_id.pipeline is not None
+    in_pipeline = agent_id.pipeline is not None
     key = definitions.pipeline_key if in_pipeline else None
 
     if role is Role.ORCHESTRATOR:
@@ -222,11 +222,11 @@ def derive_scope(
                 )
             )
         mounts.append(
-            _scratch(run_id, layout, "own", Mode.RW, "your working area for this pipeline run.")
+            _scratch(agent_id, layout, "own", Mode.RW, "your working area for this pipeline run.")
         )
     elif role is Role.PLANNER:
-        assert run_id.definition_id is not None
-        definition = definitions[run_id.definition_id]
+        assert agent_id.definition_id is not None
+        definition = definitions[agent_id.definition_id]
         workflow_mode = _access(definition.memory.workflow)
         if workflow_mode is not None:
             mounts.append(_workflow_mount(definition, layout, workflow_mode))
@@ -238,13 +238,13 @@ def derive_scope(
         mounts += _peer_mounts(definition, layout)
         mounts.append(
             _scratch(
-                run_id, layout, "own", Mode.RW, "your working area; write plan docs for workers."
+                agent_id, layout, "own", Mode.RW, "your working area; write plan docs for workers."
             )
         )
-        if run_id.orchestrator_id is not None:
+        if agent_id.orchestrator_id is not None:
             mounts.append(
                 _scratch(
-                    run_id.orchestrator_id,
+                    agent_id.orchestrator_id,
                     layout,
                     "from-orchestrator",
                     Mode.RO,
@@ -252,8 +252,8 @@ def derive_scope(
                 )
             )
     elif role is Role.WORKER:
-        assert run_id.definition_id is not None and run_id.planner_id is not None
-        definition = definitions[run_id.definition_id]
+        assert agent_id.definition_id is not None and agent_id.planner_id is not None
+        definition = definitions[agent_id.definition_id]
         if definition.memory.workflow != "none":
             mounts.append(_workflow_mount(definition, layout, Mode.RO))
         if key is not None:
@@ -261,11 +261,13 @@ def derive_scope(
         if definition.memory.org != "none":
             mounts.append(_org_mount(layout, Mode.RO))
         mounts += _peer_mounts(definition, layout)
-        mounts.append(_scratch(run_id, layout, "own", Mode.RW, "your working area for this step."))
-        if run_id.orchestrator_id is not None:
+        mounts.append(
+            _scratch(agent_id, layout, "own", Mode.RW, "your working area for this step.")
+        )
+        if agent_id.orchestrator_id is not None:
             mounts.append(
                 _scratch(
-                    run_id.orchestrator_id,
+                    agent_id.orchestrator_id,
                     layout,
                     "from-orchestrator",
                     Mode.RO,
@@ -274,7 +276,7 @@ def derive_scope(
             )
         mounts.append(
             _scratch(
-                run_id.planner_id,
+                agent_id.planner_id,
                 layout,
                 "from-planner",
                 Mode.RO,
@@ -282,8 +284,8 @@ def derive_scope(
             )
         )
     else:  # dreaming
-        assert run_id.definition_id is not None
-        target = definitions[run_id.definition_id]
+        assert agent_id.definition_id is not None
+        target = definitions[agent_id.definition_id]
         mounts.append(
             _memory_mount(
                 "workflow",
@@ -307,7 +309,7 @@ def derive_scope(
         )
         mounts.append(
             _scratch(
-                run_id,
+                agent_id,
                 layout,
                 "own",
                 Mode.RW,
@@ -315,8 +317,8 @@ def derive_scope(
             )
         )
     return Scope(
-        workflow_id=str(run_id),
-        run_id=run_id,
+        workflow_id=str(agent_id),
+        agent_id=agent_id,
         role=role,
         layout=layout,
         definition=definition,

@@ -35,7 +35,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 from ._errors import HOST_LOST, WRONG_TOPOLOGY, lw_error
-from ._ids import DataLayout, InvalidWorkflowId, RunId, parse_workflow_id
+from ._ids import AgentId, DataLayout, InvalidWorkflowId, parse_workflow_id
 
 #: Default time a pinned host may take to pick up an activity before the run fails.
 DEFAULT_HOST_TIMEOUT = timedelta(minutes=5)
@@ -246,12 +246,12 @@ class Topology:
         parent; asked here (a parent of an earlier version), it stays unpinned."""
         info = activity.info()
         try:
-            run_id = parse_workflow_id(info.workflow_id or "")
+            agent_id = parse_workflow_id(info.workflow_id or "")
         except InvalidWorkflowId:
             return HostPin()
-        if run_id.parent is not None:
+        if agent_id.parent is not None:
             return HostPin()
-        self.check_placement(info.workflow_id or "", run_id)
+        self.check_placement(info.workflow_id or "", agent_id)
         return self.pin(info.task_queue)
 
     def pin(self, workflow_task_queue: str) -> HostPin:
@@ -261,7 +261,7 @@ class Topology:
             host_timeout_seconds=self.host_timeout.total_seconds(),
         )
 
-    def check_placement(self, workflow_id: str, run_id: RunId) -> None:
+    def check_placement(self, workflow_id: str, agent_id: AgentId) -> None:
         """Fail unless this worker's disk holds the run's scratch.
 
         Its marker says it is held here. Without one (the run's first activity on this
@@ -273,17 +273,17 @@ class Topology:
         layout = self.layout
         if layout.runs_root is None and self.host is None:
             return  # one data dir, no host: the shared-volume topology holds every run
-        marker = layout.run_marker(run_id)
+        marker = layout.run_marker(agent_id)
         try:
             found = _read_json(marker)
         except TopologyMismatch as err:
             raise lw_error(WRONG_TOPOLOGY, f"workflow {workflow_id!r}: {err}") from None
         if found is None:
-            top = run_id
+            top = agent_id
             while top.parent is not None:
                 top = top.parent
             entry = layout.tree_entry(top)
-            if top != run_id and not entry.exists():
+            if top != agent_id and not entry.exists():
                 return  # a tree no worker of this memory root started: nothing to check
             try:
                 here = {
@@ -294,11 +294,11 @@ class Topology:
                 }
             except TopologyMismatch as err:
                 raise lw_error(WRONG_TOPOLOGY, f"workflow {workflow_id!r}: {err}") from None
-            if top == run_id:
+            if top == agent_id:
                 _publish(entry, json.dumps(here, sort_keys=True).encode())
             held = _marker_of(entry)
             if held is not None and held.get("runs_id") != here["runs_id"]:
-                whose = "the run" if top == run_id else f"its top-level run {str(top)!r}"
+                whose = "the run" if top == agent_id else f"its top-level run {str(top)!r}"
                 raise lw_error(
                     WRONG_TOPOLOGY,
                     f"workflow {workflow_id!r}: this worker ({self.where}) does not hold the "
@@ -306,7 +306,7 @@ class Topology:
                     f"{held.get('runs_root')}), and this disk has no marker of the run; "
                     "running here would see an empty scratch. " + TOPOLOGY_OPTIONS,
                 )
-            found = {**here, "run": str(run_id)}
+            found = {**here, "run": str(agent_id)}
             _publish(marker, json.dumps(found, sort_keys=True).encode())
         marked = found.get("memory_id")
         if marked is not None and marked != self.memory_id():

@@ -71,9 +71,9 @@ from ._ids import (
     SEARCH_ATTRIBUTE_DEFINITION,
     SEARCH_ATTRIBUTE_ROLE,
     WORKER_WORKFLOW,
+    AgentId,
     InvalidWorkflowId,
     Role,
-    RunId,
     parse_workflow_id,
     parse_workflow_id_for_type,
 )
@@ -146,7 +146,7 @@ class _Agent:
     role: Role
 
     def __init__(self) -> None:
-        self._run_id: RunId | None = None
+        self._agent_id: AgentId | None = None
         self._state = AgentState()
         self._status = "starting"
         self._running: list[str] = []
@@ -161,14 +161,14 @@ class _Agent:
         self._conversation = ""
 
     # -- identity -----------------------------------------------------------------
-    def _check_identity(self) -> RunId:
+    def _check_identity(self) -> AgentId:
         """Refuse an ID outside the grammar, of another role, or not under its parent."""
         info = workflow.info()
         try:
-            run_id = parse_workflow_id_for_type(info.workflow_id, info.workflow_type)
+            agent_id = parse_workflow_id_for_type(info.workflow_id, info.workflow_type)
         except InvalidWorkflowId as err:
             raise lw_error(INVALID_WORKFLOW_ID, str(err)) from None
-        expected = run_id.parent
+        expected = agent_id.parent
         actual = info.parent.workflow_id if info.parent else None
         if expected is not None and actual != str(expected):
             started_by = f"workflow {actual!r}" if actual else "a client"
@@ -188,12 +188,12 @@ class _Agent:
                     f"{parent_type.value} {info.parent.workflow_id!r}; children of an lw "
                     "workflow must extend its ID",
                 )
-        return run_id
+        return agent_id
 
     @property
-    def run_id(self) -> RunId:
-        assert self._run_id is not None
-        return self._run_id
+    def agent_id(self) -> AgentId:
+        assert self._agent_id is not None
+        return self._agent_id
 
     # -- visibility ---------------------------------------------------------------
     @workflow.query(name=PROGRESS_QUERY)
@@ -201,7 +201,7 @@ class _Agent:
         return Progress(
             workflow_id=workflow.info().workflow_id,
             role=self.role,
-            definition_id=self._run_id.definition_id if self._run_id else None,
+            definition_id=self._agent_id.definition_id if self._agent_id else None,
             status=self._status,
             turn=self._state.turn,
             max_turns=self._max_turns,
@@ -216,7 +216,7 @@ class _Agent:
         )
 
     def _label(self) -> dict[str, str]:
-        return {MEMO_ROLE: self.role.value, MEMO_DEFINITION: self.run_id.definition_id or ""}
+        return {MEMO_ROLE: self.role.value, MEMO_DEFINITION: self.agent_id.definition_id or ""}
 
     def _search_attributes(self, role: Role, definition: str | None) -> TypedSearchAttributes:
         pairs: list[SearchAttributePair[Any]] = [SearchAttributePair(ROLE_KEY, role.value)]
@@ -237,8 +237,8 @@ class _Agent:
         if workflow.info().typed_search_attributes.get(ROLE_KEY) is not None:
             return
         updates = [ROLE_KEY.value_set(self.role.value)]
-        if self.run_id.definition_id:
-            updates.append(DEFINITION_KEY.value_set(self.run_id.definition_id))
+        if self.agent_id.definition_id:
+            updates.append(DEFINITION_KEY.value_set(self.agent_id.definition_id))
         workflow.upsert_search_attributes(updates)
 
     # -- the loop -----------------------------------------------------------------
@@ -247,7 +247,7 @@ class _Agent:
         # works as one would expect.
         agent_input = AgentInput(task=given) if isinstance(given, str) else given or AgentInput()
         agent_input.task = clip(agent_input.task, TASK_CAP)
-        self._run_id = self._check_identity()
+        self._agent_id = self._check_identity()
         info = workflow.info()
         self._conversation = info.first_execution_run_id or info.run_id
         self._state = state = agent_input.state or AgentState()
@@ -256,7 +256,9 @@ class _Agent:
         if state.settings is None:
             state.settings = agent_input.settings or await self._worker_settings()
         self._index_self()
-        max_turns = self._max_turns = state.settings.turns_for(self.role, self.run_id.definition_id)
+        max_turns = self._max_turns = state.settings.turns_for(
+            self.role, self.agent_id.definition_id
+        )
         turns_this_run = 0
         while True:
             if state.turn >= max_turns:
@@ -277,9 +279,9 @@ class _Agent:
                 self._status = "finished"
                 self._summary = summary
                 return AgentResult(
-                    workflow_id=str(self.run_id),
+                    workflow_id=str(self.agent_id),
                     role=self.role,
-                    definition_id=self.run_id.definition_id,
+                    definition_id=self.agent_id.definition_id,
                     summary=summary,
                     turns=state.turn,
                     children=list(state.children),
@@ -512,7 +514,7 @@ class _Agent:
         """Assign each child its ID now, in call order, so IDs never depend on timing."""
         return [self._child(call, turn, self._next_child_id(call)) for call in calls]
 
-    def _next_child_id(self, call: ToolCall) -> RunId | str:
+    def _next_child_id(self, call: ToolCall) -> AgentId | str:
         """The next child's ID, or why the call cannot start one."""
         spec = tool_for(self.role, call.name)
         refusal = self._refusal(call, spec)
@@ -525,16 +527,16 @@ class _Agent:
         token = str(self._state.next_child)
         try:
             if isinstance(args, PlanWorkflowArgs):
-                child_id = self.run_id.sub_run(args.workflow, token)
+                child_id = self.agent_id.sub_run(args.workflow, token)
             else:
-                child_id = self.run_id.step_run(token)
+                child_id = self.agent_id.step_run(token)
         except (InvalidWorkflowId, ValueError) as err:
             return f"cannot start {call.name}: {err}"
         self._state.next_child += 1
         self._state.children.append(str(child_id))
         return child_id
 
-    async def _child(self, call: ToolCall, turn: int, child_id: RunId | str) -> ToolResult:
+    async def _child(self, call: ToolCall, turn: int, child_id: AgentId | str) -> ToolResult:
         if isinstance(child_id, str):
             return self._result(call, turn, child_id, error=True)
         state = self._state

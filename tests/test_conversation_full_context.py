@@ -12,7 +12,7 @@ from typing import Any
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor, Worker
 
-from lw_temporal import DataLayout, LittleWorkflowPlugin, Role, RunId, WorkflowDefinition
+from lw_temporal import AgentId, DataLayout, LittleWorkflowPlugin, Role, WorkflowDefinition
 from lw_temporal._agent import ModelRequest, ScriptedModel, ToolCall, tool
 from lw_temporal._workflows import AgentInput, AgentResult
 
@@ -55,7 +55,7 @@ async def test_every_result_stays_in_full_across_continue_as_new_and_a_lost_stor
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
 ) -> None:
     seen: list[ModelRequest] = []
-    run = RunId.planner("long", task_queue)
+    run = AgentId.planner("long", task_queue)
     plugin = LittleWorkflowPlugin(data_dir, [LONG], model=_model(data_dir, seen, lose_at=5))
     PLUGINS.append(plugin)
     client = plugin_client(dev_env, plugin)
@@ -92,7 +92,7 @@ async def test_over_budget_the_oldest_results_are_cleared_and_saved(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
 ) -> None:
     seen: list[ModelRequest] = []
-    run = RunId.planner("long", task_queue)
+    run = AgentId.planner("long", task_queue)
     model = _model(data_dir, seen)
     async with lw_worker(
         dev_env, data_dir, task_queue, [LONG], model, context_budget_tokens=5_000
@@ -141,7 +141,7 @@ async def test_results_not_recorded_on_the_worker_are_resent_in_full(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
 ) -> None:
     seen: list[ModelRequest] = []
-    run = RunId.planner("long", task_queue)
+    run = AgentId.planner("long", task_queue)
     plugin = LittleWorkflowPlugin(data_dir, [LONG], model=_model(data_dir, seen))
     client = plugin_client(dev_env, plugin)
     lose = _LoseRecords(DataLayout.at(data_dir).state / "conversations")

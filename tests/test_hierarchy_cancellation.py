@@ -11,7 +11,7 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import DataLayout, Role, RunId, WorkflowDefinition
+from lw_temporal import AgentId, DataLayout, Role, WorkflowDefinition
 from lw_temporal._agent import ModelRequest, ModelResponse, ScriptedModel, tool
 from lw_temporal._workflows import AgentInput
 
@@ -90,7 +90,7 @@ async def test_cancelling_the_pipeline_kills_a_running_sandboxed_command(
             ],
         }
     )
-    pipeline = RunId.orchestrator(task_queue)
+    pipeline = AgentId.orchestrator(task_queue)
     step = pipeline.sub_run("alpha", "1").step_run("1")
     started = DataLayout.at(data_dir).scratch(step) / "started"
     argv = f"sleep\0{seconds}".encode()

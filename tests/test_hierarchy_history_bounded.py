@@ -11,7 +11,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import DataLayout, Role, RunId, WorkflowDefinition
+from lw_temporal import AgentId, DataLayout, Role, WorkflowDefinition
 from lw_temporal._agent import ModelRequest, ScriptedModel, ToolCall, tool
 from lw_temporal._workflows import AgentInput, AgentResult
 
@@ -54,7 +54,7 @@ async def _history_bytes(client: Client, workflow_id: str) -> int:
 async def test_a_10mb_output_adds_at_most_cap_plus_4k_per_bash_step(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str, local_model: bool
 ) -> None:
-    run = RunId.planner("steps", task_queue)
+    run = AgentId.planner("steps", task_queue)
     async with lw_worker(
         dev_env,
         data_dir,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import DataLayout, Role, RunId, WorkflowDefinition
+from lw_temporal import AgentId, DataLayout, Role, WorkflowDefinition
 from lw_temporal._agent import ModelRequest, ScriptedModel, ToolCall, tool
 from lw_temporal._agent._tools import MEMORY_READ_BYTES as MEMORY_TEXT_CAP
 from lw_temporal._workflows import AgentInput, AgentResult
@@ -51,7 +51,7 @@ MODEL = ScriptedModel(
 async def test_memory_tools_from_the_loop(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
 ) -> None:
-    run = RunId.planner("notes", task_queue)
+    run = AgentId.planner("notes", task_queue)
     async with lw_worker(dev_env, data_dir, task_queue, [NOTES], MODEL) as client:
         result = await client.execute_workflow(
             "lw.Planner",

@@ -13,7 +13,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from lw_temporal import DataLayout
-from lw_temporal._ids import RunId
+from lw_temporal._ids import AgentId
 from lw_temporal._topology import Topology, TopologyMismatch
 
 REPO = Path(__file__).resolve().parent.parent
@@ -79,7 +79,7 @@ def test_the_expected_memory_id_is_checked(tmp_path: Path) -> None:
 def test_a_run_marked_with_another_memory_fails_its_activities(tmp_path: Path) -> None:
     layout = DataLayout.split(tmp_path / "shared", tmp_path / "runs")
     topology = Topology(layout, host="a")
-    pipeline = RunId.orchestrator("p1")
+    pipeline = AgentId.orchestrator("p1")
     topology.check_placement(str(pipeline), pipeline)  # a top-level run: marked here
     marker = layout.run_marker(pipeline)
     assert json.loads(marker.read_text())["memory_id"] == topology.memory_id()

@@ -14,7 +14,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import RunId, WorkflowDefinition
+from lw_temporal import AgentId, WorkflowDefinition
 from lw_temporal._agent import Model, ModelRequest, ModelResponse, ToolCall
 from lw_temporal._agent._conversation import CUT_NOTE
 from lw_temporal._workflows import AgentInput, AgentResult
@@ -97,7 +97,7 @@ async def test_a_long_planner_run_speaks_the_native_protocol(
     standin, model = _adapter(provider)
     limited = "anthropic_rate_limit.json" if provider == "anthropic" else "openai_rate_limit.json"
     standin.faults[2] = Fault(429, limited, {"retry-after": "1"})
-    run = RunId.planner("long", task_queue)
+    run = AgentId.planner("long", task_queue)
     async with lw_worker(dev_env, data_dir, task_queue, [LONG], model) as client:
         result = await client.execute_workflow(
             "lw.Planner",

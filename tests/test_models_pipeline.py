@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import DataLayout, RunId
+from lw_temporal import AgentId, DataLayout
 from lw_temporal._agent import Model, ModelRequest, ModelResponse
 from lw_temporal._workflows import PROGRESS_QUERY, AgentInput, AgentResult, Progress
 from lw_temporal.models import AnthropicModel, OpenAIModel
@@ -40,7 +40,7 @@ async def test_the_sample_pipeline_runs_through_the_adapter(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str, provider: str
 ) -> None:
     standin, model = _adapter(provider)
-    pipeline = RunId.orchestrator(task_queue)
+    pipeline = AgentId.orchestrator(task_queue)
     async with lw_worker(dev_env, data_dir, task_queue, DEFINITIONS, model) as client:
         result = await client.execute_workflow(
             "lw.Orchestrator",

@@ -20,7 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
-from lw_temporal import LittleWorkflowPlugin, RunId
+from lw_temporal import AgentId, LittleWorkflowPlugin
 from lw_temporal._agent import ToolCall
 from lw_temporal._plugin import _passthrough
 from lw_temporal._workflows import AgentInput, AgentResult, Planner
@@ -29,7 +29,7 @@ from workflows.pipeline import DEFINITIONS, sample_model
 from ._hierarchy_support import lw_worker
 
 HISTORIES = Path(__file__).parent / "histories"
-PIPELINE = RunId.orchestrator("recorded")
+PIPELINE = AgentId.orchestrator("recorded")
 REVIEW = PIPELINE.sub_run("candidate-review", "1")
 #: One history per workflow type and shape: the pipeline, a planner under it, one of
 #: its worker steps, a standalone planner that continued as new between turns.
@@ -102,11 +102,11 @@ class ZeroBasedStepsPlanner(Planner):
     async def run(self, agent_input: AgentInput | None = None) -> AgentResult:  # type: ignore[override]
         return await self._loop(agent_input)
 
-    def _next_child_id(self, call: ToolCall) -> RunId | str:
+    def _next_child_id(self, call: ToolCall) -> AgentId | str:
         child = super()._next_child_id(call)
         if isinstance(child, str) or child.step is None:
             return child
-        return self.run_id.step_run(str(int(child.step) - 1))
+        return self.agent_id.step_run(str(int(child.step) - 1))
 
 
 @pytest.mark.parametrize("changed", [TimerFirstPlanner, ZeroBasedStepsPlanner])

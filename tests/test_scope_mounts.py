@@ -196,4 +196,4 @@ def test_mount_lookup_finds_the_deepest_mount() -> None:
     mount = s.mount_at("/mnt/memory/available-workflows/candidate-review/a/b.md")
     assert mount is not None and mount.real == LAYOUT.workflow_memory("candidate-review")
     assert s.mount_at("/mnt/memory") is None
-    assert s.to_real("/mnt/scratch/own/x/y") == LAYOUT.scratch(s.run_id) / "x" / "y"
+    assert s.to_real("/mnt/scratch/own/x/y") == LAYOUT.scratch(s.agent_id) / "x" / "y"

@@ -54,9 +54,9 @@ async def test_a_traced_pipeline_is_one_trace_of_every_agent_turn_and_command(
     }
     for span in temporal:
         attributes = span.attributes or {}
-        run_id = parse_workflow_id(str(attributes["temporalWorkflowID"]))
-        assert attributes["lw.role"] == run_id.role.value, span.name
-        assert attributes.get("lw.definition_id") == run_id.definition_id, span.name
+        agent_id = parse_workflow_id(str(attributes["temporalWorkflowID"]))
+        assert attributes["lw.role"] == agent_id.role.value, span.name
+        assert attributes.get("lw.definition_id") == agent_id.definition_id, span.name
 
     # One agent span per workflow of the tree, with its role and definition.
     agent_spans = {
@@ -66,10 +66,10 @@ async def test_a_traced_pipeline_is_one_trace_of_every_agent_turn_and_command(
     }
     assert sorted(agent_spans) == sorted(run.workflow_ids)
     for workflow_id, span in agent_spans.items():
-        run_id = parse_workflow_id(workflow_id)
+        agent_id = parse_workflow_id(workflow_id)
         attributes = span.attributes or {}
-        assert attributes["lw.role"] == run_id.role.value
-        assert attributes.get("lw.definition_id") == run_id.definition_id
+        assert attributes["lw.role"] == agent_id.role.value
+        assert attributes.get("lw.definition_id") == agent_id.definition_id
     roles = Counter(str((s.attributes or {})["lw.role"]) for s in agent_spans.values())
     assert roles == {"orchestrator": 1, "planner": 2, "worker": roles["worker"]}
     assert roles["worker"] >= 2

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lw_temporal import DataLayout, InvalidWorkflowId, Role, RunId, parse_workflow_id
+from lw_temporal import AgentId, DataLayout, InvalidWorkflowId, Role, parse_workflow_id
 from lw_temporal._ids import (
     DEFINITION_ID_PATTERN,
     MAX_WORKFLOW_ID_LENGTH,
@@ -23,12 +23,12 @@ definition_ids = st.from_regex(DEFINITION_ID_PATTERN, fullmatch=True)
 
 
 @st.composite
-def run_ids(draw: st.DrawFn) -> RunId:
+def run_ids(draw: st.DrawFn) -> AgentId:
     kind = draw(st.sampled_from(["orchestrator", "planner", "sub-run", "step", "pipeline-step"]))
     if kind == "orchestrator":
-        return RunId.orchestrator(draw(tokens))
+        return AgentId.orchestrator(draw(tokens))
     pipeline = draw(tokens) if kind in ("sub-run", "pipeline-step") else None
-    planner = RunId.planner(draw(definition_ids), draw(tokens), pipeline=pipeline)
+    planner = AgentId.planner(draw(definition_ids), draw(tokens), pipeline=pipeline)
     if kind in ("step", "pipeline-step"):
         return planner.step_run(draw(tokens))
     return planner
@@ -52,10 +52,10 @@ def run_ids(draw: st.DrawFn) -> RunId:
 def test_design_examples_parse_to_their_role_and_definition(
     workflow_id: str, role: Role, definition_id: str | None
 ) -> None:
-    run_id = parse_workflow_id(workflow_id)
-    assert run_id.role is role
-    assert run_id.definition_id == definition_id
-    assert str(run_id) == workflow_id
+    agent_id = parse_workflow_id(workflow_id)
+    assert agent_id.role is role
+    assert agent_id.definition_id == definition_id
+    assert str(agent_id) == workflow_id
 
 
 @pytest.mark.parametrize(
@@ -112,14 +112,14 @@ def test_a_role_that_does_not_match_the_workflow_type_is_refused(
 
 
 def test_children_and_parents_follow_the_grammar() -> None:
-    orchestrator = RunId.orchestrator("p1")
+    orchestrator = AgentId.orchestrator("p1")
     planner = orchestrator.sub_run("candidate-review", "1")
     step = planner.step_run("3")
     assert str(planner) == "pipeline_p1/sub-runs/run_candidate-review@1"
     assert str(step) == "pipeline_p1/sub-runs/run_candidate-review@1/steps/step_3"
     assert step.parent == planner and planner.parent == orchestrator
     assert step.is_child_of(planner) and not step.is_child_of(orchestrator)
-    assert orchestrator.parent is None and RunId.planner("x", "1").parent is None
+    assert orchestrator.parent is None and AgentId.planner("x", "1").parent is None
     with pytest.raises(InvalidWorkflowId):
         planner.sub_run("x", "1")
     with pytest.raises(InvalidWorkflowId):
@@ -127,27 +127,27 @@ def test_children_and_parents_follow_the_grammar() -> None:
 
 
 @given(run_ids())
-def test_format_then_parse_round_trips(run_id: RunId) -> None:
-    assert parse_workflow_id(str(run_id)) == run_id
-    assert parse_workflow_id_for_type(str(run_id), run_id.workflow_type) == run_id
+def test_format_then_parse_round_trips(agent_id: AgentId) -> None:
+    assert parse_workflow_id(str(agent_id)) == agent_id
+    assert parse_workflow_id_for_type(str(agent_id), agent_id.workflow_type) == agent_id
 
 
 @given(run_ids())
-def test_every_accepted_id_is_a_path_strictly_inside_runs(run_id: RunId) -> None:
+def test_every_accepted_id_is_a_path_strictly_inside_runs(agent_id: AgentId) -> None:
     layout = DataLayout.at("/srv/lw")
-    run_dir = layout.run_dir(run_id)
+    run_dir = layout.run_dir(agent_id)
     normalized = Path(os.path.normpath(run_dir))
     assert normalized == run_dir
     assert layout.runs in normalized.parents
-    assert layout.scratch(run_id).parent == run_dir
+    assert layout.scratch(agent_id).parent == run_dir
 
 
 @given(st.text(max_size=120))
 def test_arbitrary_text_either_parses_inside_runs_or_is_refused(text: str) -> None:
     try:
-        run_id = parse_workflow_id(text)
+        agent_id = parse_workflow_id(text)
     except InvalidWorkflowId:
         return
     layout = DataLayout.at("/srv/lw")
-    assert str(run_id) == text
-    assert layout.runs in Path(os.path.normpath(layout.run_dir(run_id))).parents
+    assert str(agent_id) == text
+    assert layout.runs in Path(os.path.normpath(layout.run_dir(agent_id))).parents

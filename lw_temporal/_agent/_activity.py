@@ -137,7 +137,7 @@ class ModelActivities:
             instructions = self.orchestrator_instructions or DEFAULT_ORCHESTRATOR_INSTRUCTIONS
             return instructions, self.orchestrator_max_turns, available
         if scope.role is Role.DREAMING:
-            target = scope.run_id.definition_id or ""
+            target = scope.agent_id.definition_id or ""
             return self.dreaming_instructions(target), self.dreaming_max_turns, {}
         definition = scope.definition
         if definition is None:
@@ -151,7 +151,7 @@ class ModelActivities:
         request = ModelRequest(
             role=scope.role,
             workflow_id=scope.workflow_id,
-            definition_id=scope.run_id.definition_id,
+            definition_id=scope.agent_id.definition_id,
             turn=turn.turn,
             max_turns=max_turns,
             mounts=scope.describe(),
@@ -182,7 +182,7 @@ class ModelActivities:
     @activity.defn(name=MODEL_ACTIVITY)
     async def run_turn(self, turn: ModelTurn) -> ModelResponse:
         scope = self.config.activity_scope()
-        folder = self.conversations.folder(scope.run_id.segments, turn.conversation)
+        folder = self.conversations.folder(scope.agent_id.segments, turn.conversation)
         if turn.rebuild is not None:
             self.conversations.rebuild(folder, turn.task, turn.rebuild, turn.turn)
         done = self.conversations.get(folder, turn.turn)

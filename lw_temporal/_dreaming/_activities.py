@@ -88,9 +88,9 @@ class _Dream:
     """The calling dream, from ``activity.info()``: its target, work folder, books."""
 
     def __init__(self, scope: Scope, stores: MemoryStores) -> None:
-        assert scope.run_id.definition_id is not None
+        assert scope.agent_id.definition_id is not None
         self.scope = scope
-        self.target = scope.run_id.definition_id
+        self.target = scope.agent_id.definition_id
         self.workflow_id = scope.workflow_id
         self.work = scope.own_scratch / "dream"
         self.runs_dir = scope.own_scratch / "runs"
@@ -154,7 +154,7 @@ class DreamingActivities:
 
     def _dream(self) -> _Dream:
         scope = self.config.activity_scope()
-        if scope.role is not Role.DREAMING or scope.run_id.definition_id is None:
+        if scope.role is not Role.DREAMING or scope.agent_id.definition_id is None:
             raise lw_error(
                 INVALID_WORKFLOW_ID,
                 f"workflow {scope.workflow_id!r}: dreaming activities run only in lw.Dreaming",

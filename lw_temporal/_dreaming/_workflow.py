@@ -82,13 +82,13 @@ class DreamingWorkflow(_Agent):
     async def run(self, request: DreamInput) -> DreamResult:
         info = workflow.info()
         try:
-            run_id = parse_workflow_id_for_type(info.workflow_id, DREAMING_WORKFLOW)
+            agent_id = parse_workflow_id_for_type(info.workflow_id, DREAMING_WORKFLOW)
         except InvalidWorkflowId as err:
             raise lw_error(INVALID_WORKFLOW_ID, str(err)) from None
-        if run_id.definition_id != request.target:
+        if agent_id.definition_id != request.target:
             raise lw_error(
                 INVALID_REQUEST,
-                f"workflow {info.workflow_id!r} dreams of {run_id.definition_id!r} but its "
+                f"workflow {info.workflow_id!r} dreams of {agent_id.definition_id!r} but its "
                 f"input names {request.target!r}; start it as "
                 f"dream_{request.target}@<token>",
             )

@@ -20,12 +20,12 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from .._ids import DataLayout, InvalidWorkflowId, RunId, parse_workflow_id
+from .._ids import AgentId, DataLayout, InvalidWorkflowId, parse_workflow_id
 from .._sandbox import remove_tree
 from ._records import AUDIT_FILE, GcItem, GcReport, RetentionPolicy
 
 
-def scratch_dirs(layout: DataLayout) -> Iterator[tuple[RunId, Path]]:
+def scratch_dirs(layout: DataLayout) -> Iterator[tuple[AgentId, Path]]:
     """Every run's scratch folder under ``runs/``, found by walking the ID grammar's
     folders (never descending into a scratch: its content is the agents')."""
     if not layout.runs.is_dir():
@@ -44,10 +44,10 @@ def scratch_dirs(layout: DataLayout) -> Iterator[tuple[RunId, Path]]:
             if entry.name == "scratch" and folder != layout.runs:
                 rel = folder.relative_to(layout.runs).as_posix()
                 try:
-                    run_id = parse_workflow_id(rel)
+                    agent_id = parse_workflow_id(rel)
                 except InvalidWorkflowId:
                     continue
-                yield run_id, path
+                yield agent_id, path
             else:
                 stack.append(path)
 
@@ -100,8 +100,8 @@ class _Status:
         return self.cache[workflow_id]
 
 
-def _ancestors(run_id: RunId) -> Iterator[RunId]:
-    parent = run_id.parent
+def _ancestors(agent_id: AgentId) -> Iterator[AgentId]:
+    parent = agent_id.parent
     while parent is not None:
         yield parent
         parent = parent.parent
@@ -130,12 +130,12 @@ async def collect_garbage(
     removed: list[GcItem] = []
     removed_count = removed_bytes = kept_running = kept_recent = 0
     skipped: list[str] = []
-    for n, (run_id, scratch) in enumerate(scratch_dirs(layout)):
+    for n, (agent_id, scratch) in enumerate(scratch_dirs(layout)):
         if progress is not None:
             progress({"checked": n, "removed": removed_count})
-        workflow_id = str(run_id)
+        workflow_id = str(agent_id)
         own = await status.get(workflow_id)
-        ancestors = [await status.get(str(a)) for a in _ancestors(run_id)]
+        ancestors = [await status.get(str(a)) for a in _ancestors(agent_id)]
         if (own is not None and own[0]) or any(a is not None and a[0] for a in ancestors):
             kept_running += 1
             continue

@@ -41,12 +41,12 @@ def workflow_attributes(workflow_id: str | None, workflow_type: str | None) -> A
         attributes["lw.workflow_type"] = workflow_type
     if workflow_id:
         try:
-            run_id = parse_workflow_id(workflow_id)
+            agent_id = parse_workflow_id(workflow_id)
         except InvalidWorkflowId:
             return attributes
-        attributes["lw.role"] = run_id.role.value
-        if run_id.definition_id:
-            attributes["lw.definition_id"] = run_id.definition_id
+        attributes["lw.role"] = agent_id.role.value
+        if agent_id.definition_id:
+            attributes["lw.definition_id"] = agent_id.definition_id
     return attributes
 
 
