@@ -1,16 +1,14 @@
-"""``lw-temporal run`` and ``lw-temporal status``: a run's tree, live, in the terminal.
+"""A run's tree, live, in the terminal: what ``lw-temporal run``, ``status`` and the
+demo show.
 
-``run`` starts a planner run of one definition (or, with ``--pipeline``, an
-orchestrator) on a server whose workers serve it, then follows the tree the
-``lw.progress`` query describes until the run closes: each agent's role, definition,
-turn, what it is doing and its tokens. On a terminal the tree is redrawn in place;
-piped, each change is one plain line, so logs stay readable. ``status`` prints one
-snapshot of a tree. Both exit non-zero naming every workflow of the tree that failed.
+The tree is what the ``lw.progress`` query of each workflow describes: each agent's
+role, definition, turn, what it is doing and its tokens. On a terminal the tree is
+redrawn in place; piped, each change is one plain line, so logs stay readable. Every
+workflow of the tree that failed is named with its whole chain of causes.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import secrets
@@ -32,8 +30,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from ._ids import AgentId, InvalidWorkflowId, check_definition_id
-from ._workflows import PROGRESS_QUERY, AgentInput, AgentResult, Progress
+from ._workflows import PROGRESS_QUERY, Progress
 
 #: Seconds between two looks at a live tree.
 POLL_SECONDS = 0.5
@@ -104,11 +101,12 @@ class Node:
         if progress.failed_tools:
             parts.append(f"{progress.failed_tools} failed tool calls")
         if closed and progress.summary:
-            parts.append(_one_line(progress.summary, 80))
+            parts.append(one_line(progress.summary, 80))
         return "  ".join(parts)
 
 
-def _one_line(text: str, limit: int) -> str:
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line of at most ``limit`` characters, for a tree line or a summary."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
@@ -242,138 +240,3 @@ async def follow(client: Client, root: str, screen: Screen, done: asyncio.Event)
 def new_token() -> str:
     """A fresh run token: readable time first, then randomness against collisions."""
     return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
-
-
-def agent_id_for(args: argparse.Namespace) -> tuple[AgentId, str]:
-    """The workflow ID and the task of ``lw-temporal run``'s positional arguments."""
-    words: list[str] = args.words
-    expected = 1 if args.pipeline else 2
-    if len(words) != expected:
-        usage = (
-            'lw-temporal run --pipeline "<task>"'
-            if args.pipeline
-            else 'lw-temporal run <definition> "<task>"'
-        )
-        raise SystemExit(f"lw-temporal run: expected {usage}, got {len(words)} arguments")
-    token = args.id or new_token()
-    try:
-        if args.pipeline:
-            return AgentId.orchestrator(token), words[0]
-        return AgentId.planner(check_definition_id(words[0]), token), words[1]
-    except (InvalidWorkflowId, ValueError) as err:
-        raise SystemExit(f"lw-temporal run: {err}") from None
-
-
-async def connect(args: argparse.Namespace) -> Client:
-    """A client with the pydantic converter."""
-    from temporalio.contrib.pydantic import pydantic_data_converter
-
-    return await Client.connect(
-        args.address, namespace=args.namespace, data_converter=pydantic_data_converter
-    )
-
-
-def traced(client: Client, args: argparse.Namespace) -> Client:
-    """``client`` with Temporal's tracing interceptor when ``--tracing`` asks, so the run's
-    trace starts here; only the start goes through it (each progress query would be a
-    trace of its own)."""
-    if not getattr(args, "tracing", False):
-        return client
-    from ._telemetry._tracing import default_tracer_provider, temporal_tracing
-
-    provider = default_tracer_provider()
-    if provider is None:
-        return client
-    config = client.config()
-    config["interceptors"] = [temporal_tracing(provider)]
-    return Client(**config)
-
-
-def _ended(code: int) -> int:
-    """The command ends with os._exit: export its spans first."""
-    from ._telemetry._worker import flush_tracing
-
-    flush_tracing()
-    return code
-
-
-async def run_command(args: argparse.Namespace) -> int:
-    agent_id, task = agent_id_for(args)
-    workflow_id = str(agent_id)
-    client = await connect(args)
-    screen = Screen()
-    print(f"starting {agent_id.workflow_type} {workflow_id} on task queue {args.task_queue}")
-    handle = await traced(client, args).start_workflow(
-        agent_id.workflow_type,
-        AgentInput(task=task),
-        id=workflow_id,
-        task_queue=args.task_queue,
-        result_type=AgentResult,
-    )
-    done = asyncio.Event()
-    watcher = asyncio.create_task(follow(client, workflow_id, screen, done))
-    result: AgentResult | None = None
-    try:
-        result = await handle.result()
-    except WorkflowFailureError:
-        pass  # named below, with the rest of the tree's failures
-    finally:
-        done.set()
-    nodes = await watcher
-    screen.final(nodes)
-    code = await report_failures(client, nodes)
-    if result is not None:
-        print(f"{workflow_id} finished in {time.monotonic() - screen.started:.1f}s: ", end="")
-        print(_one_line(result.summary, 400))
-        if result.tree_usage.model_calls:
-            print(f"tokens, whole tree: {result.tree_usage.line()}")
-    elif not code:
-        why = await failure_message(client, workflow_id)
-        print(f"lw-temporal: workflow {workflow_id} failed: {why}", file=sys.stderr)
-        code = 1
-    return _ended(code)
-
-
-async def status_command(args: argparse.Namespace) -> int:
-    client = await connect(args)
-    nodes = await fetch_tree(client, args.workflow_id)
-    if nodes is None:
-        print(
-            f"lw-temporal status: no workflow {args.workflow_id!r} in namespace "
-            f"{args.namespace} on {args.address}",
-            file=sys.stderr,
-        )
-        return 1
-    Screen(live=False).final(nodes)
-    return await report_failures(client, nodes)
-
-
-def add_live_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from ._cli import _add_connection, _then_exit
-
-    run = sub.add_parser(
-        "run",
-        help="start a run on a server and show its tree live until it ends",
-        description=(
-            'lw-temporal run <definition> "<task>" starts a planner run of one workflow '
-            'definition; lw-temporal run --pipeline "<task>" starts an orchestrator. '
-            "A worker serving the definitions must be polling --task-queue. Exits 0 when "
-            "the run and every workflow it started succeeded, 1 naming each that failed."
-        ),
-    )
-    run.add_argument("words", nargs="+", metavar="[definition] task")
-    run.add_argument("--pipeline", action="store_true", help="start an orchestrator")
-    _add_connection(run)
-    run.add_argument("--task-queue", default="lw")
-    run.add_argument("--id", default=None, help="the run token (default: time and random)")
-    run.add_argument(
-        "--tracing",
-        action="store_true",
-        help="start the run's trace here (OpenTelemetry, exported by the OTEL_* variables)",
-    )
-    run.set_defaults(handler=_then_exit(run_command))
-
-    status = sub.add_parser("status", help="show one snapshot of a run's tree")
-    status.add_argument("workflow_id")
-    _add_connection(status)
-    status.set_defaults(handler=_then_exit(status_command))

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._errors import INVALID_REQUEST, lw_error
 from .._ids import DataLayout, check_definition_id
 from .._scope import StoreKind, StoreRef
 from . import _fs
@@ -121,3 +122,22 @@ class StoreNames:
         if require_kept and self.blob(store, matches[0]) is None:
             raise StoreNotFound(f"version {matches[0]} of {where} is no longer kept (pruned)")
         return matches[0]
+
+
+def redaction_pattern(pattern: str, *, regex: bool = False) -> re.Pattern[bytes]:
+    """The bytes pattern a redaction removes: ``pattern`` literally, or as a regex.
+
+    A pattern that matches empty text would put the replacement between every byte of
+    every version, so it is refused like one that does not compile."""
+    try:
+        compiled = re.compile(pattern.encode() if regex else re.escape(pattern.encode()))
+    except re.error as err:
+        raise lw_error(
+            INVALID_REQUEST, f"redaction pattern {pattern!r} is not a valid regex: {err}"
+        ) from None
+    if compiled.search(b"") is not None:
+        raise lw_error(
+            INVALID_REQUEST,
+            f"redaction pattern {pattern!r} matches empty text; give the text to remove",
+        )
+    return compiled

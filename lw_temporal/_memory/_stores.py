@@ -22,7 +22,6 @@ fsync); async callers run them in a thread.
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -41,7 +40,7 @@ from . import _fs
 from ._apply import checkpoint, recover
 from ._index import Usage, state_of, tree_id
 from ._journal import Cancelled, locked
-from ._names import STORE_FORMS, StoreNames, StoreNotFound
+from ._names import STORE_FORMS, StoreNames, StoreNotFound, redaction_pattern
 from ._prune import policy_body, prune_body, read_policy
 from ._records import (
     AuditEntry,
@@ -511,20 +510,24 @@ class MemoryStores(StoreNames):
         provenance: Provenance,
         regex: bool = False,
         replacement: str = "[REDACTED]",
+        shown: str | None = None,
     ) -> RedactResult:
         """Remove ``pattern`` (a literal, or a regex when ``regex``) from a file and from
         every kept version of it, deltas included (see :mod:`._redact`). Redacted
         versions get new content addresses; the old addresses redirect to them, so the
         audit log (append-only) stays resolvable."""
-        shown = f"{store}:{path}"
+        shown = shown or f"{store}:{path}"
         parts = _fs.clean_relative(path, shown)
         if not parts:
             raise lw_error(INVALID_REQUEST, f"{shown} is a folder; name a file")
-        compiled = re.compile(pattern.encode() if regex else re.escape(pattern.encode()))
+        compiled = redaction_pattern(pattern, regex=regex)
         files = self.files(store)
         rel = "/".join(parts)
+        version_shas = self._version_shas(store, rel)
+        if not version_shas and self.read_bytes(store, rel) is None:
+            raise lw_error(MEMORY_NOT_FOUND, f"{shown} does not exist and has no kept versions")
         body = redact_body(
-            files, parts, shown, compiled, replacement.encode(), self._version_shas(store, rel),
+            files, parts, shown, compiled, replacement.encode(), version_shas,
             lambda sha: self.blob(store, sha),
         )  # fmt: skip
         result = self._writer.mutate(store, provenance, "redact", body, RedactResult, None)

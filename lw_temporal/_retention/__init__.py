@@ -7,7 +7,7 @@ everything; an operator opts into a retention period. Modules by concern: ``_rec
 """
 
 from ._activities import RetentionActivities
-from ._client import default_actor, schedule_retention
+from ._client import schedule_retention
 from ._gc import collect_garbage, scratch_dirs
 from ._records import (
     AUDIT_FILE,
@@ -31,7 +31,6 @@ __all__ = [
     "RetentionPolicy",
     "ScratchRetentionWorkflow",
     "collect_garbage",
-    "default_actor",
     "schedule_retention",
     "scratch_dirs",
 ]

@@ -1,8 +1,7 @@
-"""The Schedule that runs retention, and the CLI's default actor name."""
+"""The Schedule that runs retention."""
 
 from __future__ import annotations
 
-import getpass
 from datetime import timedelta
 
 from temporalio.client import Client, ScheduleHandle
@@ -36,10 +35,3 @@ async def schedule_retention(
         every=every,
         trigger_immediately=trigger_immediately,
     )
-
-
-def default_actor() -> str:
-    try:
-        return f"cli:{getpass.getuser()}"
-    except (KeyError, OSError):
-        return "cli"

@@ -2,23 +2,25 @@
 
 No Temporal server is needed: every command works on the data dir through
 :class:`MemoryStores`, taking a store's lock like a worker does. The names a user
-types (a store, a version prefix) are resolved by the stores themselves; this module
-only parses arguments and prints.
+types (a store, a file, a version prefix, a redaction pattern) are resolved and
+checked by the stores themselves, the same way for the library and this command
+line; this module only declares the verbs and prints.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
-from ._stores import MemoryStores, StoreNotFound
+from temporalio.exceptions import ApplicationError
 
-Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
-
-STORE_FORMS = "workflow:<definition id>, pipeline:<pipeline key>, org or dreaming:<definition id>"
+from .._memory import MemoryStores, Provenance
+from .._memory._names import STORE_FORMS, StoreNotFound
+from .._scope import StoreRef
+from ._common import Commands, Handler, failed, load_object
 
 _HELP = """\
 Inspect and repair the memory stores of a data dir directly: no Temporal server is
@@ -41,7 +43,33 @@ class Refused(Exception):
     """A memory admin command that cannot run as asked (nothing was changed)."""
 
 
-def add_memory_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+@dataclass(frozen=True)
+class Target:
+    """What a verb's arguments name, resolved once: the data dir's stores, the store
+    STORE names, and the file PATH names in it (``rel``, shown as ``where``)."""
+
+    stores: MemoryStores
+    named: StoreRef | None = None
+    rel: str = ""
+    where: str = ""
+
+    @property
+    def store(self) -> StoreRef:
+        if self.named is None:
+            raise Refused("this command names no store")
+        return self.named
+
+    @property
+    def label(self) -> str:
+        return self.stores.label(self.store)
+
+
+Body = Callable[[Target, argparse.Namespace], int]
+#: What a verb addresses: the data dir, a store, or a file of a store.
+Scope = Literal["data dir", "store", "file"]
+
+
+def add_memory(sub: Commands) -> None:
     memory = sub.add_parser(
         "memory",
         help="audit, versions, restore and redact memory stores on a data dir (no server)",
@@ -51,8 +79,15 @@ def add_memory_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     verbs = memory.add_subparsers(dest="memory_command", required=True)
 
     def verb(
-        name: str, help_text: str, *, store: bool = True, path: bool = True
+        name: str,
+        help_text: str,
+        body: Body,
+        scope: Scope = "file",
+        *,
+        by: str | None = None,
+        by_required: bool = True,
     ) -> argparse.ArgumentParser:
+        """A verb on ``scope``; ``by`` (e.g. "who restores") when it changes a store."""
         parser = verbs.add_parser(
             name,
             help=help_text,
@@ -60,89 +95,84 @@ def add_memory_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         parser.add_argument("--data-dir", required=True, help="the workers' data dir")
-        if store:
+        if scope != "data dir":
             parser.add_argument("store", metavar="STORE", help=STORE_FORMS)
-        if store and path:
+        if scope == "file":
             parser.add_argument("path", metavar="PATH", help="a file, relative to the store root")
+        if by is not None:
+            parser.add_argument("--by", required=by_required, help=f"{by} (kept in the audit log)")
+        parser.set_defaults(handler=_handler(name, scope, body))
         return parser
 
     audit = verb(
-        "audit", "print a store's audit log, oldest first, one line per change", path=False
+        "audit", "print a store's audit log, oldest first, one line per change", _audit, "store"
     )
     audit.add_argument("--path", default=None, help="only the entries of this file")
     audit.add_argument("--limit", type=_positive_int, default=None, help="only the last N entries")
-    audit.set_defaults(handler=_handler("audit", _audit))
 
-    versions = verb("versions", "list the kept versions of a file, oldest first")
-    versions.set_defaults(handler=_handler("versions", _versions))
+    verb("versions", "list the kept versions of a file, oldest first", _versions)
 
-    restore = verb("restore", "make a kept version of a file its current content again")
+    restore = verb(
+        "restore", "make a kept version of a file its current content again", _restore,
+        by="who restores",
+    )  # fmt: skip
     restore.add_argument(
         "sha256", metavar="SHA256", help="the version (see versions; a unique prefix will do)"
     )
-    restore.add_argument("--by", required=True, help="who restores (kept in the audit log)")
     restore.add_argument("--definitions", default=None, help=_QUOTA_HELP)
-    restore.set_defaults(handler=_handler("restore", _restore))
 
-    redact = verb("redact", "remove text from a file and from every kept version of it")
+    redact = verb(
+        "redact", "remove text from a file and from every kept version of it", _redact,
+        by="who redacts",
+    )  # fmt: skip
     redact.add_argument(
         "pattern", metavar="PATTERN", help="the text to remove (replaced by [REDACTED])"
     )
     redact.add_argument("--regex", action="store_true", help="PATTERN is a Python regex")
-    redact.add_argument("--by", required=True, help="who redacts (kept in the audit log)")
-    redact.set_defaults(handler=_handler("redact", _redact))
 
     retention = verb(
-        "retention", "show or set how many kept versions of each file a store keeps", path=False
-    )
-    retention.add_argument(
-        "--keep-last",
-        type=_positive_int,
-        default=None,
-        help="keep the last N versions of each file (the current one always)",
-    )
-    retention.add_argument(
-        "--keep-days",
-        type=float,
-        default=None,
-        help="also keep every version younger than this many days",
-    )
-    retention.add_argument("--by", default=None, help="who sets it (kept in the audit log)")
-    retention.set_defaults(handler=_handler("retention", _retention))
+        "retention", "show or set how many kept versions of each file a store keeps", _retention,
+        "store", by="who sets it", by_required=False,
+    )  # fmt: skip
+    _add_keep_options(retention, "keep", "also keep")
 
     prune = verb(
-        "prune",
-        "drop the kept versions a store's retention policy does not keep (audited)",
-        path=False,
-    )
-    prune.add_argument(
-        "--keep-last",
-        type=_positive_int,
-        default=None,
-        help="this time keep the last N instead of the policy's",
-    )
-    prune.add_argument(
-        "--keep-days",
-        type=float,
-        default=None,
-        help="this time also keep versions younger than this many days",
-    )
-    prune.add_argument("--by", required=True, help="who prunes (kept in the audit log)")
-    prune.set_defaults(handler=_handler("prune", _prune))
+        "prune", "drop the kept versions a store's retention policy does not keep (audited)",
+        _prune, "store", by="who prunes",
+    )  # fmt: skip
+    _add_keep_options(prune, "this time keep", "this time also keep")
 
     manifest = verb(
         "manifest",
         "show what a run started from: definition, pipeline, stores and snapshots",
-        store=False,
+        _manifest,
+        "data dir",
     )
     manifest.add_argument("workflow_id", metavar="WORKFLOW_ID", help="the run's workflow id")
-    manifest.set_defaults(handler=_handler("manifest", _manifest))
 
-    readers = verb("readers", "list the runs that started while a version of a file was current")
+    readers = verb(
+        "readers", "list the runs that started while a version of a file was current", _readers
+    )
     readers.add_argument(
         "sha256", metavar="VERSION", help="the version's sha256 (see versions; a prefix will do)"
     )
-    readers.set_defaults(handler=_handler("readers", _readers))
+
+
+def _add_keep_options(parser: argparse.ArgumentParser, keep: str, also_keep: str) -> None:
+    """``--keep-last``/``--keep-days``: a retention policy (``retention``) or a one-off
+    override of it (``prune``)."""
+    parser.add_argument(
+        "--keep-last",
+        type=_positive_int,
+        default=None,
+        help=f"{keep} the last N versions of each file (the current one always)",
+    )
+    parser.add_argument(
+        "--keep-days",
+        type=float,
+        default=None,
+        help=f"{also_keep} every version younger than this many days",
+    )
 
 
 def _positive_int(text: str) -> int:
@@ -155,24 +185,22 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _handler(verb: str, body: Callable[[argparse.Namespace], int]) -> Handler:
+def _handler(verb: str, scope: Scope, body: Body) -> Handler:
+    """Resolve what the arguments name, run ``body``, and turn every refusal (the
+    stores', or this module's) into one line and exit code 1."""
+
     async def handler(args: argparse.Namespace) -> int:
-        from temporalio.exceptions import ApplicationError
-
-        from .._cli import _failed
-
         try:
-            return body(args)
+            return body(_target(args, scope), args)
         except ApplicationError as err:
-            return _failed(f"memory {verb}", Refused(err.message))
+            return failed(f"memory {verb}", Refused(err.message))
         except (Refused, StoreNotFound, ValueError, OSError) as err:
-            return _failed(f"memory {verb}", err)
+            return failed(f"memory {verb}", err)
 
     return handler
 
 
-def _stores(args: argparse.Namespace) -> MemoryStores:
-    from .._cli import load_object
+def _target(args: argparse.Namespace, scope: Scope) -> Target:
     from .._config import LwConfig
 
     data_dir = Path(args.data_dir)
@@ -183,28 +211,31 @@ def _stores(args: argparse.Namespace) -> MemoryStores:
         config = LwConfig.create(data_dir, [] if spec is None else load_object(spec))
     except (TypeError, ValueError) as err:
         raise Refused(f"--definitions {spec}: {err}") from None
-    return MemoryStores.for_config(config)
+    stores = MemoryStores.for_config(config)
+    if scope == "data dir":
+        return Target(stores)
+    store = stores.find_store(args.store)
+    path = args.path if scope == "file" else None
+    rel, where = ("", "") if path is None else stores.admin_path(store, path)
+    return Target(stores, store, rel, where)
 
 
-def _store(args: argparse.Namespace) -> tuple[MemoryStores, Any]:
-    """The data dir's stores and the existing store STORE names."""
-    stores = _stores(args)
-    return stores, stores.find_store(args.store)
+def _admin(args: argparse.Namespace) -> Provenance:
+    return Provenance.admin(args.by)
 
 
 def _short_time(iso: str) -> str:
     return iso[:19] + "Z" if iso.endswith("+00:00") else iso
 
 
-def _audit(args: argparse.Namespace) -> int:
-    stores, store = _store(args)
-    label = stores.label(store)
+def _audit(target: Target, args: argparse.Namespace) -> int:
+    stores, store = target.stores, target.store
     rel, where = (None, "") if args.path is None else stores.admin_path(store, args.path)
     entries = stores.audit(store, path=rel)
     if rel is not None and not entries:
         raise Refused(f"{where} has no audit entries (never written to this store)")
     if not entries:
-        print(f"{label}: no audit entries")
+        print(f"{target.label}: no audit entries")
     for entry in entries if args.limit is None else entries[-args.limit :]:
         after = entry.sha256_after[:12] if entry.sha256_after else "-"
         print(
@@ -214,9 +245,8 @@ def _audit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _versions(args: argparse.Namespace) -> int:
-    stores, store = _store(args)
-    rel, where = stores.admin_path(store, args.path)
+def _versions(target: Target, args: argparse.Namespace) -> int:
+    stores, store, rel, where = target.stores, target.store, target.rel, target.where
     versions = stores.versions(store, rel)
     if not versions:
         raise Refused(f"{where} has no kept versions (never written to this store)")
@@ -231,14 +261,10 @@ def _versions(args: argparse.Namespace) -> int:
     return 0
 
 
-def _restore(args: argparse.Namespace) -> int:
-    from ._records import Provenance
-
-    stores, store = _store(args)
-    rel, where = stores.admin_path(store, args.path)
-    provenance = Provenance.admin(args.by)
+def _restore(target: Target, args: argparse.Namespace) -> int:
+    stores, store, rel, where = target.stores, target.store, target.rel, target.where
     sha = stores.find_version(store, rel, args.sha256)
-    result = stores.restore(store, rel, sha, provenance=provenance, shown=where)
+    result = stores.restore(store, rel, sha, provenance=_admin(args), shown=where)
     before = result.previous_sha256[:12] if result.previous_sha256 else "absent"
     print(
         f"restored {where} to {result.content_sha256} ({result.bytes} bytes; was {before}) "
@@ -247,22 +273,11 @@ def _restore(args: argparse.Namespace) -> int:
     return 0
 
 
-def _redact(args: argparse.Namespace) -> int:
-    from ._records import Provenance
-
-    stores, store = _store(args)
-    rel, where = stores.admin_path(store, args.path)
-    provenance = Provenance.admin(args.by)
-    pattern = args.pattern.encode() if args.regex else re.escape(args.pattern.encode())
-    try:
-        compiled = re.compile(pattern)
-    except re.error as err:
-        raise Refused(f"PATTERN {args.pattern!r} is not a valid regex: {err}") from None
-    if compiled.search(b"") is not None:
-        raise Refused(f"PATTERN {args.pattern!r} matches empty text; give the text to remove")
-    if not stores.read(store, rel, shown=where).exists and not stores.versions(store, rel):
-        raise Refused(f"{where} does not exist and has no kept versions")
-    result = stores.redact(store, rel, args.pattern, regex=args.regex, provenance=provenance)
+def _redact(target: Target, args: argparse.Namespace) -> int:
+    stores, store, rel, where = target.stores, target.store, target.rel, target.where
+    result = stores.redact(
+        store, rel, args.pattern, regex=args.regex, provenance=_admin(args), shown=where
+    )
     if not result.versions_redacted:
         print(f"{where}: PATTERN not found in the file or its kept versions; nothing changed")
         return 0
@@ -276,56 +291,49 @@ def _redact(args: argparse.Namespace) -> int:
     return 0
 
 
-def _retention(args: argparse.Namespace) -> int:
-    from ._records import Provenance, VersionRetention
+def _retention(target: Target, args: argparse.Namespace) -> int:
+    from .._memory import VersionRetention
 
-    stores, store = _store(args)
-    label = stores.label(store)
-    if args.keep_last is None and args.keep_days is None:
-        policy = stores.retention(store)
-    else:
+    stores, store = target.stores, target.store
+    policy = stores.retention(store)
+    if args.keep_last is not None or args.keep_days is not None:
         if not args.by:
             raise Refused("setting a retention policy needs --by (who sets it)")
-        current = stores.retention(store)
         policy = stores.set_retention(
             store,
             VersionRetention(
-                keep_last=current.keep_last if args.keep_last is None else args.keep_last,
+                keep_last=policy.keep_last if args.keep_last is None else args.keep_last,
                 keep_days=args.keep_days,
             ),
-            provenance=Provenance.admin(args.by),
+            provenance=_admin(args),
         )
     days = "" if policy.keep_days is None else f" and those younger than {policy.keep_days} days"
-    print(f"{label}: keeps the last {policy.keep_last} versions of each file{days}")
+    print(f"{target.label}: keeps the last {policy.keep_last} versions of each file{days}")
     return 0
 
 
-def _prune(args: argparse.Namespace) -> int:
-    from ._records import Provenance
-
-    stores, store = _store(args)
+def _prune(target: Target, args: argparse.Namespace) -> int:
+    stores, store = target.stores, target.store
     result = stores.prune(
-        store, keep_last=args.keep_last, keep_days=args.keep_days,
-        provenance=Provenance.admin(args.by),
-    )  # fmt: skip
+        store, keep_last=args.keep_last, keep_days=args.keep_days, provenance=_admin(args)
+    )
     print(
-        f"{stores.label(store)}: removed {result.removed} kept versions of {result.files} "
+        f"{target.label}: removed {result.removed} kept versions of {result.files} "
         f"files ({result.freed_bytes} bytes) by {args.by}; the store holds "
         f"{stores.usage(store).bytes} bytes on disk, versions included"
     )
     return 0
 
 
-def _manifest(args: argparse.Namespace) -> int:
+def _manifest(target: Target, args: argparse.Namespace) -> int:
     from .._ids import parse_workflow_id
-    from ._manifest import read_manifest
+    from .._memory._manifest import read_manifest
 
-    stores = _stores(args)
     try:
         parse_workflow_id(args.workflow_id)
     except ValueError as err:
         raise Refused(f"WORKFLOW_ID {args.workflow_id!r}: {err}") from None
-    manifest = read_manifest(stores.layout, args.workflow_id)
+    manifest = read_manifest(target.stores.layout, args.workflow_id)
     if manifest is None:
         raise Refused(
             f"no run manifest for {args.workflow_id!r} in {args.data_dir}: the run never "
@@ -342,11 +350,10 @@ def _manifest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _readers(args: argparse.Namespace) -> int:
-    from ._manifest import readers
+def _readers(target: Target, args: argparse.Namespace) -> int:
+    from .._memory._manifest import readers
 
-    stores, store = _store(args)
-    rel, where = stores.admin_path(store, args.path)
+    stores, store, rel, where = target.stores, target.store, target.rel, target.where
     sha = stores.find_version(store, rel, args.sha256, require_kept=False)
     found = readers(stores, store, rel, sha)
     if not found:

@@ -10,10 +10,19 @@ import argparse
 import sys
 from datetime import timedelta
 
-from ._cli import Handler, _add_connection, _connect, _failed, _then_exit, parse_duration
+from ._common import (
+    Commands,
+    Handler,
+    add_connection,
+    connect,
+    failed,
+    operator,
+    parse_duration,
+    then_exit,
+)
 
 
-def add_dream(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_dream(sub: Commands) -> None:
     dream = sub.add_parser("dream", help="schedule, list and review dreaming (lw.Dreaming)")
     verbs = dream.add_subparsers(dest="dream_command", required=True)
 
@@ -33,13 +42,13 @@ def add_dream(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     schedule.add_argument("--batch-size", type=int, default=50)
     schedule.add_argument("--schedule-id", default=None)
     schedule.add_argument("--now", action="store_true", help="also start one dream immediately")
-    _add_connection(schedule)
-    schedule.set_defaults(handler=_then_exit(_schedule))
+    add_connection(schedule)
+    schedule.set_defaults(handler=then_exit(_schedule))
 
     listing = verbs.add_parser("list", help="dreams waiting for review (or all with --all)")
     listing.add_argument("--all", action="store_true", help="include finished dreams")
-    _add_connection(listing)
-    listing.set_defaults(handler=_then_exit(_list))
+    add_connection(listing)
+    listing.set_defaults(handler=then_exit(_list))
 
     show = verbs.add_parser(
         "show", help="a waiting dream's proposal: a unified diff per file and its source runs"
@@ -48,8 +57,8 @@ def add_dream(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     show.add_argument(
         "--max-bytes", type=int, default=256 * 1024, help="cut the diff after this many bytes"
     )
-    _add_connection(show)
-    show.set_defaults(handler=_then_exit(_show))
+    add_connection(show)
+    show.set_defaults(handler=then_exit(_show))
 
     for verb, help_text in (
         ("approve", "promote a dream's changes (all, or --only PATH...) into its target"),
@@ -68,12 +77,12 @@ def add_dream(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                 help="promote only these files (paths in the target's memory, as dream "
                 "show prints them); the rest is dropped",
             )
-        _add_connection(decide)
-        decide.set_defaults(handler=_then_exit(_decide_handler(verb)))
+        add_connection(decide)
+        decide.set_defaults(handler=then_exit(_decide_handler(verb)))
 
 
 async def _schedule(args: argparse.Namespace) -> int:
-    from ._dreaming import DreamOptions, schedule_dreaming
+    from .._dreaming import DreamOptions, schedule_dreaming
 
     try:
         options = DreamOptions(
@@ -81,7 +90,7 @@ async def _schedule(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             approval_timeout=args.approval_timeout,
         )
-        client = await _connect(args)
+        client = await connect(args)
         handle = await schedule_dreaming(
             client,
             args.definition,
@@ -92,7 +101,7 @@ async def _schedule(args: argparse.Namespace) -> int:
             trigger_immediately=args.now,
         )
     except Exception as err:
-        return _failed("dream schedule", err)
+        return failed("dream schedule", err)
     print(
         f"schedule {handle.id}: lw.Dreaming of {args.definition} every {args.every} "
         f"on task queue {args.task_queue!r}"
@@ -101,13 +110,13 @@ async def _schedule(args: argparse.Namespace) -> int:
 
 
 async def _list(args: argparse.Namespace) -> int:
-    from ._dreaming import list_dreams
+    from .._dreaming import list_dreams
 
     try:
-        client = await _connect(args)
+        client = await connect(args)
         dreams = await list_dreams(client, running_only=not args.all)
     except Exception as err:
-        return _failed("dream list", err)
+        return failed("dream list", err)
     if not dreams:
         print("no dreams" + ("" if args.all else " running"))
     for state in dreams:
@@ -125,13 +134,13 @@ async def _list(args: argparse.Namespace) -> int:
 
 
 async def _show(args: argparse.Namespace) -> int:
-    from ._dreaming import show_dream
+    from .._dreaming import show_dream
 
     try:
-        client = await _connect(args)
+        client = await connect(args)
         shown = await show_dream(client, args.workflow_id, max_bytes=args.max_bytes)
     except Exception as err:
-        return _failed("dream show", err)
+        return failed("dream show", err)
     sys.stdout.write(shown.text)
     if shown.truncated:
         print(
@@ -142,12 +151,11 @@ async def _show(args: argparse.Namespace) -> int:
 
 def _decide_handler(verb: str) -> Handler:
     async def handler(args: argparse.Namespace) -> int:
-        from ._dreaming import approve_dream, reject_dream
-        from ._retention import default_actor
+        from .._dreaming import approve_dream, reject_dream
 
-        who = args.by or default_actor().removeprefix("cli:")
+        who = args.by or operator()
         try:
-            client = await _connect(args)
+            client = await connect(args)
             if verb == "approve":
                 outcome = await approve_dream(
                     client, args.workflow_id, who, args.why, only=args.only
@@ -155,7 +163,7 @@ def _decide_handler(verb: str) -> Handler:
             else:
                 status = await reject_dream(client, args.workflow_id, who, args.why)
         except Exception as err:
-            return _failed(f"dream {verb}", err)
+            return failed(f"dream {verb}", err)
         if verb == "reject":
             print(f"{args.workflow_id}: {status.value} by {who}; the target is unchanged")
             return 0

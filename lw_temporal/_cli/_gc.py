@@ -1,0 +1,84 @@
+"""``lw-temporal gc``: remove the scratch of runs closed longer than a retention
+period, now or on a Schedule (the work is :mod:`lw_temporal._retention`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._common import (
+    Commands,
+    add_connection,
+    connect,
+    failed,
+    operator,
+    parse_duration,
+    then_exit,
+)
+
+
+def add_gc(sub: Commands) -> None:
+    gc = sub.add_parser(
+        "gc", help="remove the scratch of runs closed longer than a retention period"
+    )
+    gc.add_argument("--data-dir", required=True, help="the data dir whose runs/ is cleaned")
+    gc.add_argument(
+        "--retain",
+        type=parse_duration,
+        default=None,
+        help="keep scratch this long after its run closed (default: keep forever)",
+    )
+    gc.add_argument("--dry-run", action="store_true", help="only show what would be removed")
+    gc.add_argument(
+        "--schedule-every",
+        type=parse_duration,
+        default=None,
+        help="instead of removing now, create a Schedule that runs retention this often",
+    )
+    gc.add_argument("--task-queue", default="lw", help="with --schedule-every: the workers")
+    add_connection(gc)
+    gc.set_defaults(handler=then_exit(_gc))
+
+
+async def _gc(args: argparse.Namespace) -> int:
+    from .._ids import DataLayout
+    from .._retention import RetentionPolicy, collect_garbage, schedule_retention
+
+    if args.retain is None:
+        print(
+            "retention is 'keep forever' (the default): nothing to remove; "
+            "pass --retain 30d to remove scratch of runs closed 30 days ago"
+        )
+        return 0
+    try:
+        client = await connect(args)
+        if args.schedule_every is not None:
+            handle = await schedule_retention(
+                client,
+                every=args.schedule_every,
+                retain=args.retain,
+                task_queue=args.task_queue,
+            )
+            print(
+                f"schedule {handle.id}: scratch retention {args.retain} every "
+                f"{args.schedule_every} on task queue {args.task_queue!r}"
+            )
+            return 0
+        report = await collect_garbage(
+            client,
+            DataLayout.at(args.data_dir),
+            RetentionPolicy(retain=args.retain, dry_run=args.dry_run, max_listed=10_000),
+            actor=f"cli:{operator()}",
+        )
+    except Exception as err:
+        return failed("gc", err)
+    verb = "would remove" if report.dry_run else "removed"
+    for item in report.removed:
+        print(f"{verb} {item.path} ({item.files} files, {item.bytes} bytes; {item.why})")
+    for skipped in report.skipped:
+        print(f"skipped {skipped}", file=sys.stderr)
+    print(
+        f"{verb} {report.removed_count} scratch folders ({report.removed_bytes} bytes); "
+        f"kept {report.kept_running} of running runs, {report.kept_recent} recent"
+    )
+    return 1 if report.skipped else 0
