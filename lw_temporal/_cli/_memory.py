@@ -17,8 +17,7 @@ from typing import Literal
 
 from temporalio.exceptions import ApplicationError
 
-from .._memory import MemoryStores, Provenance
-from .._memory._names import STORE_FORMS, StoreNotFound
+from .._memory import STORE_FORMS, MemoryStores, Provenance, StoreNotFound
 from .._scope import StoreRef
 from ._common import Commands, Handler, failed, load_object
 
@@ -327,7 +326,7 @@ def _prune(target: Target, args: argparse.Namespace) -> int:
 
 def _manifest(target: Target, args: argparse.Namespace) -> int:
     from .._ids import parse_workflow_id
-    from .._memory._manifest import read_manifest
+    from .._memory import read_manifest
 
     try:
         parse_workflow_id(args.workflow_id)
@@ -351,7 +350,7 @@ def _manifest(target: Target, args: argparse.Namespace) -> int:
 
 
 def _readers(target: Target, args: argparse.Namespace) -> int:
-    from .._memory._manifest import readers
+    from .._memory import readers
 
     stores, store, rel, where = target.stores, target.store, target.rel, target.where
     sha = stores.find_version(store, rel, args.sha256, require_kept=False)

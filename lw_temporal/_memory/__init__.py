@@ -2,6 +2,8 @@
 the ``lw.memory.*`` activities over them."""
 
 from ._activities import APPEND, DELETE, LIST, READ, REPLACE, WRITE, MemoryActivities
+from ._manifest import read_manifest, readers
+from ._names import STORE_FORMS, StoreNotFound
 from ._records import (
     ABSENT,
     AuditEntry,
@@ -34,6 +36,7 @@ __all__ = [
     "LIST",
     "READ",
     "REPLACE",
+    "STORE_FORMS",
     "WRITE",
     "AuditEntry",
     "LedgerRecord",
@@ -55,6 +58,9 @@ __all__ = [
     "StagedChange",
     "StagedChangeResult",
     "StagedCommitResult",
+    "StoreNotFound",
     "VersionInfo",
     "VersionRetention",
+    "read_manifest",
+    "readers",
 ]
