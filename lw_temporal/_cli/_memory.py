@@ -214,7 +214,7 @@ def _target(args: argparse.Namespace, scope: Scope) -> Target:
     if scope == "data dir":
         return Target(stores)
     store = stores.find_store(args.store)
-    path = args.path if scope == "file" else None
+    path: str | None = getattr(args, "path", None)  # PATH, or audit's --path
     rel, where = ("", "") if path is None else stores.admin_path(store, path)
     return Target(stores, store, rel, where)
 
@@ -228,11 +228,9 @@ def _short_time(iso: str) -> str:
 
 
 def _audit(target: Target, args: argparse.Namespace) -> int:
-    stores, store = target.stores, target.store
-    rel, where = (None, "") if args.path is None else stores.admin_path(store, args.path)
-    entries = stores.audit(store, path=rel)
-    if rel is not None and not entries:
-        raise Refused(f"{where} has no audit entries (never written to this store)")
+    entries = target.stores.audit(target.store, path=target.rel or None)
+    if target.rel and not entries:
+        raise Refused(f"{target.where} has no audit entries (never written to this store)")
     if not entries:
         print(f"{target.label}: no audit entries")
     for entry in entries if args.limit is None else entries[-args.limit :]:
