@@ -45,6 +45,7 @@ from lw_temporal import (
 from lw_temporal._devserver import temporal_cli_path
 from lw_temporal._ids import SEARCH_ATTRIBUTE_DEFINITION, SEARCH_ATTRIBUTE_ROLE
 from lw_temporal._workflows import AgentInput, AgentResult
+from lw_temporal.options import DeploymentOptions, ModelCallOptions
 
 COMMAND = "echo step done"
 
@@ -200,9 +201,9 @@ async def main(rounds: int, width: int, sandbox: str) -> None:
                         data_dir,
                         _definitions(width),
                         model=_model(width),
-                        search_attributes_registered=True,
                         sandbox=sandbox,
-                        model_local_activity=local,
+                        model_calls=ModelCallOptions(local_activity=local),
+                        deployment=DeploymentOptions(search_attributes_registered=True),
                     ),
                 )
                 for name, local in (("lw", False), ("lw-local-model", True))

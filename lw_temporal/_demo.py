@@ -35,6 +35,7 @@ from ._ids import (
 from ._live import Screen, follow, new_token
 from ._plugin import LittleWorkflowPlugin
 from ._workflows import AgentInput, AgentResult
+from .options import DeploymentOptions, OrchestratorOptions
 
 TASK_QUEUE = "lw-demo"
 
@@ -163,8 +164,8 @@ async def run_demo(args: argparse.Namespace) -> int:
             layout.root,
             DEFINITIONS,
             model=model,
-            search_attributes_registered=True,
-            orchestrator_instructions=ORCHESTRATOR_INSTRUCTIONS,
+            orchestrator=OrchestratorOptions(instructions=ORCHESTRATOR_INSTRUCTIONS),
+            deployment=DeploymentOptions(search_attributes_registered=True),
         )
         config = env.client.config()
         config["plugins"] = [plugin]

@@ -1,12 +1,13 @@
 """Dreaming: an agent that consolidates a workflow's finished runs into notes a human
 reviews as a diff before they reach that workflow's memory.
 
-``LittleWorkflowPlugin(dreaming=DreamingSettings(...))`` sets what the dreaming agent is
-told; ``dreaming_consolidator=`` replaces the model-free fallback. The client calls
-below are what ``lw-temporal dream schedule|list|show|approve|reject`` runs.
+``LittleWorkflowPlugin(dreaming=lw_temporal.options.DreamingAgentOptions(...))`` sets
+what the dreaming agent is told and which consolidator replaces the model-free fallback.
+The client calls below are what ``lw-temporal dream schedule|list|show|approve|reject``
+runs.
 
 Constants: ``DEFAULT_INSTRUCTIONS``, what the dreaming agent is told unless
-``DreamingSettings`` says otherwise (``{target}`` is the definition id it dreams for).
+``DreamingAgentOptions`` says otherwise (``{target}`` is the definition id it dreams for).
 """
 
 from ._dreaming import (
@@ -16,7 +17,6 @@ from ._dreaming import (
     Decision,
     DefaultConsolidator,
     DreamContext,
-    DreamingSettings,
     DreamInput,
     DreamOptions,
     DreamResult,
@@ -48,7 +48,6 @@ __all__ = [
     "DreamResult",
     "DreamState",
     "DreamStatus",
-    "DreamingSettings",
     "FileChange",
     "Note",
     "PromotionOutcome",

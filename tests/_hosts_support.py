@@ -24,6 +24,7 @@ from lw_temporal._plugin import _passthrough
 from lw_temporal._topology import HostPin, host_queue
 from lw_temporal._workflows import AgentInput, AgentResult
 from lw_temporal._workflows import Worker as StepWorkflow
+from lw_temporal.options import DeploymentOptions
 from workflows.pipeline import DEFINITIONS
 
 
@@ -109,11 +110,9 @@ class Host:
 
 def make_host(name: str, memory_root: Path, runs_root: Path, task_queue: str) -> Host:
     plugin = LittleWorkflowPlugin(
-        memory_root=memory_root,
-        runs_root=runs_root,
-        host=name,
         definitions=DEFINITIONS,
         model=STEP_MODEL,
+        deployment=DeploymentOptions(memory_root=memory_root, runs_root=runs_root, host=name),
     )
     return Host(name, plugin, host_queue(task_queue, name))
 

@@ -15,6 +15,7 @@ from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, 
 from lw_temporal import AgentId, DataLayout, LittleWorkflowPlugin, Role, WorkflowDefinition
 from lw_temporal._agent import ModelRequest, ScriptedModel, ToolCall, tool
 from lw_temporal._workflows import AgentInput, AgentResult
+from lw_temporal.options import ModelCallOptions
 
 from ._hierarchy_support import lw_worker
 from .conftest import plugin_client
@@ -95,7 +96,12 @@ async def test_over_budget_the_oldest_results_are_cleared_and_saved(
     run = AgentId.planner("long", task_queue)
     model = _model(data_dir, seen)
     async with lw_worker(
-        dev_env, data_dir, task_queue, [LONG], model, context_budget_tokens=5_000
+        dev_env,
+        data_dir,
+        task_queue,
+        [LONG],
+        model,
+        model_calls=ModelCallOptions(context_budget_tokens=5_000),
     ) as client:
         await client.execute_workflow(
             "lw.Planner", "print a lot", id=str(run), task_queue=task_queue

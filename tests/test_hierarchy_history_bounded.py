@@ -14,6 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 from lw_temporal import AgentId, DataLayout, Role, WorkflowDefinition
 from lw_temporal._agent import ModelRequest, ScriptedModel, ToolCall, tool
 from lw_temporal._workflows import AgentInput, AgentResult
+from lw_temporal.options import BashOptions, ModelCallOptions
 
 from ._hierarchy_support import lw_worker
 
@@ -61,8 +62,8 @@ async def test_a_10mb_output_adds_at_most_cap_plus_4k_per_bash_step(
         task_queue,
         [STEPS],
         MODEL,
-        bash_output_cap=CAP,
-        model_local_activity=local_model,
+        bash=BashOptions(output_cap=CAP),
+        model_calls=ModelCallOptions(local_activity=local_model),
     ) as client:
         await client.execute_workflow(
             "lw.Planner", AgentInput(), id=str(run), task_queue=task_queue

@@ -21,6 +21,7 @@ from lw_temporal._workflows import (
     AgentResult,
     Progress,
 )
+from lw_temporal.options import DeploymentOptions, ModelCallOptions
 
 from ._hierarchy_support import lw_worker
 
@@ -52,7 +53,12 @@ async def test_pipeline_children_extend_their_parents_ids(
 ) -> None:
     pipeline = f"pipeline_{task_queue}"
     async with lw_worker(
-        dev_env, data_dir, task_queue, [ALPHA, BETA], MODEL, search_attributes_registered=True
+        dev_env,
+        data_dir,
+        task_queue,
+        [ALPHA, BETA],
+        MODEL,
+        deployment=DeploymentOptions(search_attributes_registered=True),
     ) as client:
         result = await client.execute_workflow(
             "lw.Orchestrator",
@@ -116,7 +122,12 @@ async def test_children_inherit_the_local_model_setting(
 ) -> None:
     pipeline = f"pipeline_{task_queue}"
     async with lw_worker(
-        dev_env, data_dir, task_queue, [ALPHA, BETA], MODEL, model_local_activity=True
+        dev_env,
+        data_dir,
+        task_queue,
+        [ALPHA, BETA],
+        MODEL,
+        model_calls=ModelCallOptions(local_activity=True),
     ) as client:
         result = await client.execute_workflow(
             "lw.Orchestrator",
@@ -165,7 +176,12 @@ async def test_a_plain_string_input_is_the_task(
 ) -> None:
     run = f"run_alpha@{task_queue}"
     async with lw_worker(
-        dev_env, data_dir, task_queue, [ALPHA, BETA], MODEL, model_local_activity=False
+        dev_env,
+        data_dir,
+        task_queue,
+        [ALPHA, BETA],
+        MODEL,
+        model_calls=ModelCallOptions(local_activity=False),
     ) as client:
         await client.execute_workflow("lw.Planner", "review X", id=run, task_queue=task_queue)
         step = await client.get_workflow_handle(
@@ -193,7 +209,12 @@ async def test_a_huge_task_is_capped_before_it_reaches_every_turn(
     run = f"run_alpha@{task_queue}"
     huge = "context " * 50_000  # 400 KB, kept in every turn's conversation if not capped
     async with lw_worker(
-        dev_env, data_dir, task_queue, [ALPHA, BETA], MODEL, model_local_activity=False
+        dev_env,
+        data_dir,
+        task_queue,
+        [ALPHA, BETA],
+        MODEL,
+        model_calls=ModelCallOptions(local_activity=False),
     ) as client:
         await client.execute_workflow("lw.Planner", huge, id=run, task_queue=task_queue)
         task = await _first_model_task(client, run)

@@ -17,6 +17,7 @@ from lw_temporal import (
     StoreRef,
     WorkflowDefinition,
 )
+from lw_temporal.options import MemoryOptions
 
 from ._memory_support import call, memory_harness
 
@@ -67,7 +68,9 @@ async def test_quota_refusals_leave_the_store_unchanged(
 
 def test_org_and_pipeline_stores_use_the_plugin_quota(data_dir: Path) -> None:
     plugin = LittleWorkflowPlugin(
-        data_dir, [WorkflowDefinition(id="x")], store_quota=MemoryQuota(max_file_bytes=8)
+        data_dir,
+        [WorkflowDefinition(id="x")],
+        memory=MemoryOptions(store_quota=MemoryQuota(max_file_bytes=8)),
     )
     org = StoreRef(StoreKind.ORG, "org")
     with pytest.raises(ApplicationError) as err:

@@ -20,6 +20,7 @@ from lw_temporal import (
     StoreRef,
     WorkflowDefinition,
 )
+from lw_temporal.options import MemoryOptions
 
 from ._memory_support import call, memory_harness
 
@@ -103,7 +104,9 @@ class _NoTodo:
 
 
 def test_custom_scanner_plugs_in(data_dir: Path) -> None:
-    plugin = LittleWorkflowPlugin(data_dir, [WorkflowDefinition(id="n")], scanner=_NoTodo())
+    plugin = LittleWorkflowPlugin(
+        data_dir, [WorkflowDefinition(id="n")], memory=MemoryOptions(scanner=_NoTodo())
+    )
     store = StoreRef(StoreKind.WORKFLOW, "n")
     with pytest.raises(ApplicationError) as err:
         plugin.memory.write(store, "a.md", b"TODO later", provenance=Provenance.admin("t"))

@@ -13,8 +13,9 @@ from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
-from lw_temporal._sandbox import Limits, landlock_abi
+from lw_temporal._sandbox import landlock_abi
 from lw_temporal._sandbox._run import _pids_base
+from lw_temporal.options import BashOptions, Limits
 from tests._bash_support import Commands, bash_worker
 
 
@@ -64,8 +65,9 @@ def make_plugin(data_dir: Path, sandbox: str = "bwrap") -> LittleWorkflowPlugin:
         data_dir,
         [WorkflowDefinition(id="cr")],
         sandbox=sandbox,
-        bash_output_cap=1000,
-        bash_limits=Limits(file_size=1 << 20, tmp_size=8 << 20, pids=128),
+        bash=BashOptions(
+            output_cap=1000, limits=Limits(file_size=1 << 20, tmp_size=8 << 20, pids=128)
+        ),
     )
 
 

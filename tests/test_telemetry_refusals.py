@@ -14,6 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import MemoryQuota, Role, ScriptedModel, WorkflowDefinition, tool
 from lw_temporal._workflows import AgentInput, AgentResult
+from lw_temporal.options import BashOptions
 
 from ._hierarchy_support import lw_worker
 
@@ -43,7 +44,13 @@ async def test_refusals_are_labelled_and_commands_traced_only_when_asked(
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     async with lw_worker(
-        dev_env, data_dir, task_queue, [DEFINITION], MODEL, tracing=provider, trace_commands=True
+        dev_env,
+        data_dir,
+        task_queue,
+        [DEFINITION],
+        MODEL,
+        tracing=provider,
+        bash=BashOptions(trace_commands=True),
     ) as client:
         await client.execute_workflow(
             "lw.Planner",

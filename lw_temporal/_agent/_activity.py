@@ -99,7 +99,7 @@ class ModelActivities:
     ) -> None:
         self.config = config
         #: The dreaming agent's instructions for a target (the plugin's
-        #: ``DreamingSettings``), and its turn budget.
+        #: ``DreamingAgentOptions``), and its turn budget.
         self.dreaming_instructions = dreaming_instructions or (lambda target: "")
         self.dreaming_max_turns = dreaming_max_turns
         self.model = model
@@ -128,25 +128,24 @@ class ModelActivities:
         """Read once per run tree; children get the answer in their input."""
         return self.worker_settings().model_copy(update={"pin": self.config.topology.pin_here()})
 
-    def _prompt_parts(self, scope: Scope) -> tuple[str, int, dict[str, str]]:
+    def _prompt_parts(self, scope: Scope) -> tuple[str, dict[str, str]]:
         if scope.role is Role.ORCHESTRATOR:
             available = {
                 d.id: d.description or d.instructions[:200]
                 for d in self.config.definitions.values()
             }
             instructions = self.orchestrator_instructions or DEFAULT_ORCHESTRATOR_INSTRUCTIONS
-            return instructions, self.orchestrator_max_turns, available
+            return instructions, available
         if scope.role is Role.DREAMING:
-            target = scope.agent_id.definition_id or ""
-            return self.dreaming_instructions(target), self.dreaming_max_turns, {}
+            return self.dreaming_instructions(scope.agent_id.definition_id or ""), {}
         definition = scope.definition
-        if definition is None:
-            return "", self.orchestrator_max_turns, {}
-        return definition.instructions, definition.max_turns, {}
+        return ("" if definition is None else definition.instructions), {}
 
     def request_for(self, scope: Scope, turn: ModelTurn, records: list[TurnRecord]) -> ModelRequest:
         """The whole request of a turn, fitted into the context budget."""
-        instructions, max_turns, available = self._prompt_parts(scope)
+        instructions, available = self._prompt_parts(scope)
+        # The budget the model is told is the one the workflow enforces: one policy.
+        max_turns = self.worker_settings().turns_for(scope.role, scope.agent_id.definition_id)
         task = records[0].task if records else turn.task
         request = ModelRequest(
             role=scope.role,

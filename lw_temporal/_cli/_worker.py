@@ -1,6 +1,6 @@
 """``lw-temporal worker``: a Temporal worker with the lw plugin, until SIGINT/SIGTERM.
 
-The options map one to one onto :class:`LittleWorkflowPlugin`'s; a bad data dir,
+The options map onto :class:`LittleWorkflowPlugin`'s keywords and option groups; a bad data dir,
 definition list or host setting stops the worker before it polls, with exit code 2.
 """
 
@@ -68,26 +68,31 @@ async def _run_worker(args: argparse.Namespace) -> int:
     from temporalio.client import Client
     from temporalio.worker import Worker
 
+    from .._options import DeploymentOptions
     from .._plugin import LittleWorkflowPlugin
     from .._telemetry._worker import flush_tracing, plugin_options, worker_runtime
-    from .._topology import TopologyMismatch
+    from .._topology import DEFAULT_HOST_TIMEOUT, TopologyMismatch
 
-    options: dict[str, Any] = {"search_attributes_registered": args.search_attributes}
+    options: dict[str, Any] = {}
     if args.model is not None:
         options["model"] = build_model(args.model, args.model_base_url)
     if args.sandbox is not None:
         options["sandbox"] = args.sandbox
     options.update(plugin_options(args))
-    if args.host_timeout is not None:
-        options["host_timeout"] = args.host_timeout
     try:
         plugin = LittleWorkflowPlugin(
             args.data_dir,
             load_object(args.definitions),
-            memory_root=args.memory_root,
-            runs_root=args.runs_root,
-            host=args.host,
-            memory_id=args.memory_id,
+            deployment=DeploymentOptions(
+                memory_root=args.memory_root,
+                runs_root=args.runs_root,
+                host=args.host,
+                host_timeout=(
+                    DEFAULT_HOST_TIMEOUT if args.host_timeout is None else args.host_timeout
+                ),
+                memory_id=args.memory_id,
+                search_attributes_registered=args.search_attributes,
+            ),
             **options,
         )
         memory_id = plugin.config.topology.check_start()

@@ -30,7 +30,7 @@ from ._client import (
     wait_for_review,
 )
 from ._consolidator import Consolidation, Consolidator, DefaultConsolidator, DreamContext, Note
-from ._prompt import DEFAULT_INSTRUCTIONS, DreamingSettings
+from ._prompt import DEFAULT_INSTRUCTIONS
 from ._records import (
     QUERY_STATE,
     SCHEDULED_TOKEN,
@@ -72,7 +72,6 @@ __all__ = [
     "DreamState",
     "DreamStatus",
     "DreamingActivities",
-    "DreamingSettings",
     "DreamingWorkflow",
     "FailureRecord",
     "FileChange",

@@ -3,9 +3,6 @@ Identify patterns. Write consolidated notes.", made concrete for its mounts."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-
 DEFAULT_INSTRUCTIONS = """\
 You are dreaming for workflow {target}: you consolidate its finished runs into the \
 memory its future runs read.
@@ -22,19 +19,3 @@ path in {target}'s memory: to revise an existing note, copy it from the read-onl
 and edit the copy. Cite the workflow IDs of the runs each note comes from. Keep notes \
 short and general, with no personal data and no bookkeeping of your own. Then call \
 finish with a one-line summary."""
-
-
-@dataclass(frozen=True)
-class DreamingSettings:
-    """Worker-side settings of the dreaming agent.
-
-    ``instructions`` is its system instructions (``{target}`` is replaced by the
-    definition being consolidated); ``per_target`` overrides them for one definition.
-    """
-
-    instructions: str = DEFAULT_INSTRUCTIONS
-    per_target: Mapping[str, str] = field(default_factory=dict)
-    max_turns: int = 24
-
-    def instructions_for(self, target: str) -> str:
-        return self.per_target.get(target, self.instructions).replace("{target}", target)

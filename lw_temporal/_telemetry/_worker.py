@@ -39,8 +39,10 @@ def plugin_options(args: argparse.Namespace) -> dict[str, Any]:
     """The ``LittleWorkflowPlugin`` keywords the options ask for."""
     options: dict[str, Any] = {}
     if args.tracing:
+        from .._options import BashOptions
+
         options["tracing"] = True
-        options["trace_commands"] = args.trace_commands
+        options["bash"] = BashOptions(trace_commands=args.trace_commands)
     return options
 
 

@@ -1,0 +1,160 @@
+"""The plugin's option groups: one object per concern, as Temporal's ``openai_agents``
+contrib groups the model activity's settings in ``ModelActivityParameters``.
+
+Each group is read by one part of the worker (``lw.model``, the orchestrator, ``lw.bash``,
+the memory stores, the dreaming agent, the deployment's roots and hosts), so a reader of
+``LittleWorkflowPlugin(...)`` sees which part a setting changes, and a new setting has one
+obvious home. Every field defaults to the behaviour of a plugin built without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+from ._agent import DEFAULT_CONTEXT_BUDGET, ORCHESTRATOR_MAX_TURNS
+from ._definitions import MemoryQuota
+from ._dreaming import DEFAULT_INSTRUCTIONS, Consolidator
+from ._sandbox import Limits
+from ._scan import Scanner
+from ._topology import DEFAULT_HOST_TIMEOUT
+
+#: Bytes of each output stream an ``lw.bash`` result carries by default.
+DEFAULT_OUTPUT_CAP = 64 * 1024
+
+
+def _positive(group: str, name: str, value: int) -> None:
+    if value <= 0:
+        raise ValueError(f"{group}({name}={value!r}): {name} must be a positive integer")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelCallOptions:
+    """How workflow code calls ``lw.model`` and how much conversation each call sends.
+
+    Apart from the model itself (the plugin's ``model=``) because these are Temporal
+    and budget choices the same for any model, as ``ModelActivityParameters`` is.
+    """
+
+    #: Call the model as a local activity (no task-queue round trip per turn); every
+    #: worker must then have the model. ``None`` asks the model: ``ScriptedModel`` says
+    #: yes, a remote LLM client says nothing and gets regular activities (retried and
+    #: timed out on their own). A worker with a ``host`` defaults to regular activities
+    #: on its host queue, since a turn may save cleared context to the run's scratch.
+    #: A run tree learns this once, from its root's worker, and its children inherit it.
+    local_activity: bool | None = None
+    #: The most tokens of conversation a model is sent per turn; over it, the oldest
+    #: tool results are replaced by where their output is saved.
+    context_budget_tokens: int = DEFAULT_CONTEXT_BUDGET
+
+    def __post_init__(self) -> None:
+        _positive("ModelCallOptions", "context_budget_tokens", self.context_budget_tokens)
+
+
+@dataclass(frozen=True, kw_only=True)
+class OrchestratorOptions:
+    """What the orchestrator is told and how many turns it gets.
+
+    The orchestrator has no ``WorkflowDefinition`` (it runs the pipeline of the
+    definitions), so these two fields are its definition, set per worker.
+    """
+
+    #: Its system instructions; empty uses the built-in pipeline instructions.
+    instructions: str = ""
+    #: Its turn budget (planners and workers take theirs from their definition).
+    max_turns: int = ORCHESTRATOR_MAX_TURNS
+
+    def __post_init__(self) -> None:
+        _positive("OrchestratorOptions", "max_turns", self.max_turns)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BashOptions:
+    """What an ``lw.bash`` command may use and what its result and span hold.
+
+    How commands are isolated is the plugin's own ``sandbox=`` keyword; these are the
+    bounds inside that isolation, the same for every backend.
+    """
+
+    #: Bytes of each output stream returned in a result; longer output is saved under
+    #: the agent's own scratch and referenced.
+    output_cap: int = DEFAULT_OUTPUT_CAP
+    #: Rlimits, ``/tmp`` size and process limit of each command (``None``: ``Limits()``).
+    limits: Limits | None = None
+    #: Put each command's text (capped, secret-looking parts removed) on its
+    #: ``lw.bash`` span; by default a span holds only the command's sha256.
+    trace_commands: bool = False
+
+    def __post_init__(self) -> None:
+        _positive("BashOptions", "output_cap", self.output_cap)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryOptions:
+    """What every write to memory must pass, whoever makes it (memory activities, bash
+    capture, dreaming promotion, the admin API)."""
+
+    #: Checks every content written; ``None`` uses ``DefaultScanner`` (blocks secrets,
+    #: reports PII).
+    scanner: Scanner | None = None
+    #: Quota of pipeline, org and dreaming stores (a workflow store takes its
+    #: definition's ``quota``); ``None`` uses ``MemoryQuota()``.
+    store_quota: MemoryQuota | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DreamingAgentOptions:
+    """What the dreaming agent is told, how long it may take, and who writes a dream's
+    notes on a worker without a model.
+
+    Worker-side, apart from ``DreamOptions`` (what one scheduled dream reads), so that
+    no schedule or client can change the dreaming agent's instructions.
+    """
+
+    #: Its system instructions; ``{target}`` is replaced by the definition whose runs
+    #: are consolidated.
+    instructions: str = DEFAULT_INSTRUCTIONS
+    #: Instructions for one target definition, instead of ``instructions``.
+    per_target: Mapping[str, str] = field(default_factory=dict)
+    #: Its turn budget.
+    max_turns: int = ORCHESTRATOR_MAX_TURNS
+    #: Writes the notes when the worker has no model; ``None`` uses
+    #: ``DefaultConsolidator`` (deterministic lessons, failures, commands).
+    consolidator: Consolidator | None = None
+
+    def __post_init__(self) -> None:
+        _positive("DreamingAgentOptions", "max_turns", self.max_turns)
+
+    def instructions_for(self, target: str) -> str:
+        """The instructions of the dream of ``target``, with ``{target}`` filled in."""
+        return self.per_target.get(target, self.instructions).replace("{target}", target)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeploymentOptions:
+    """Where this worker's memory and runs live, which host it is, and what the
+    Temporal server offers: the facts that must agree across every worker of one
+    deployment (README, "Several hosts"), set in one place."""
+
+    #: The memory stores' folder, when apart from ``data_dir``: one volume every
+    #: worker mounts.
+    memory_root: str | Path | None = None
+    #: The runs' scratch folder, when apart from ``data_dir``: a host's own disk in
+    #: the pinned topology.
+    runs_root: str | Path | None = None
+    #: This worker's host name; set it on every worker whose runs root is its own. The
+    #: worker then also polls ``<task queue>@<host>``, and each run tree started on it
+    #: runs all its activities there.
+    host: str | None = None
+    #: How long a pinned host may take to pick up an activity before the run fails as
+    #: host lost (schedule-to-start timeout of host queues).
+    host_timeout: timedelta = DEFAULT_HOST_TIMEOUT
+    #: Refuse to start unless the memory root's id file says this (the id every worker
+    #: of the deployment shares; see ``lw-temporal worker``).
+    memory_id: str | None = None
+    #: The server has the Keyword search attributes ``LwRole`` and ``LwDefinition``;
+    #: the workflows then index themselves by them (upserting unregistered ones would
+    #: fail their tasks) and dreaming finds runs by them.
+    search_attributes_registered: bool = False
