@@ -27,6 +27,8 @@ from ._hierarchy_support import lw_worker
 
 ALPHA = WorkflowDefinition(id="alpha", memory=MemoryConfig(workflow="none"))
 BETA = WorkflowDefinition(id="beta")
+#: The model as a regular activity: its input is in the planner's history.
+ACTIVITY_MODEL = ModelCallOptions(local_activity=False)
 
 MODEL = ScriptedModel(
     {
@@ -176,12 +178,7 @@ async def test_a_plain_string_input_is_the_task(
 ) -> None:
     run = f"run_alpha@{task_queue}"
     async with lw_worker(
-        dev_env,
-        data_dir,
-        task_queue,
-        [ALPHA, BETA],
-        MODEL,
-        model_calls=ModelCallOptions(local_activity=False),
+        dev_env, data_dir, task_queue, [ALPHA, BETA], MODEL, model_calls=ACTIVITY_MODEL
     ) as client:
         await client.execute_workflow("lw.Planner", "review X", id=run, task_queue=task_queue)
         step = await client.get_workflow_handle(
@@ -209,12 +206,7 @@ async def test_a_huge_task_is_capped_before_it_reaches_every_turn(
     run = f"run_alpha@{task_queue}"
     huge = "context " * 50_000  # 400 KB, kept in every turn's conversation if not capped
     async with lw_worker(
-        dev_env,
-        data_dir,
-        task_queue,
-        [ALPHA, BETA],
-        MODEL,
-        model_calls=ModelCallOptions(local_activity=False),
+        dev_env, data_dir, task_queue, [ALPHA, BETA], MODEL, model_calls=ACTIVITY_MODEL
     ) as client:
         await client.execute_workflow("lw.Planner", huge, id=run, task_queue=task_queue)
         task = await _first_model_task(client, run)
