@@ -159,3 +159,21 @@ def test_snapshot_id_follows_the_tree(data_dir: Path) -> None:
     assert stores.snapshot_id(STORE) == one != empty
     stores.recount(STORE)  # recomputed from the files: the same id
     assert stores.snapshot_id(STORE) == one
+
+
+def test_a_mutation_adds_records_to_logs_not_files(data_dir: Path) -> None:
+    """Each append is a line in the store's logs (journal, audit, version references,
+    ledger), not a new file: a file costs a disk block however small it is."""
+    stores = MemoryStores(DataLayout.at(data_dir))
+    stores.append(STORE, "log.md", b"first\n", provenance=ADMIN)
+    planner = Provenance(workflow_id="run_notes@1", activity_type="lw.memory.append",
+                         role="planner", run_id="r1", activity_id="1")  # fmt: skip
+
+    def count() -> int:
+        return sum(1 for p in data_dir.rglob("*") if p.is_file())
+
+    before = count()
+    for i in range(10):
+        provenance = planner.model_copy(update={"activity_id": str(i + 2)})
+        stores.append(STORE, "log.md", b"line %d\n" % i, provenance=provenance)
+    assert count() == before

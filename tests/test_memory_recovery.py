@@ -97,9 +97,23 @@ def test_a_new_boot_redoes_the_journal(data_dir: Path) -> None:
     state = stores.state_dir(STORE)
     root = stores.root(STORE)
     (root / "log.md").write_bytes(b"first\n")  # what a lost page cache could leave
-    (state / "ledger").rename(state / "ledger-lost")
+    (state / "ledger.log").rename(state / "ledger-lost.log")
     _journal.Journal(state).marker.write_text("another-boot 0")
     assert stores.recorded(STORE, PROV) is not None
     assert stores.read(STORE, "log.md").content == "first\nsecond\n"
     assert len(stores.audit(STORE)) == 2
     assert _journal.Journal(state).size() == 0  # checkpointed
+
+
+def test_a_torn_bookkeeping_line_is_skipped_not_joined(data_dir: Path) -> None:
+    """What a crash leaves at the end of a log (half a record) never reads as a record
+    and never swallows the next one."""
+    stores = MemoryStores(DataLayout.at(data_dir))
+    stores.append(STORE, "log.md", b"first\n", provenance=Provenance.admin("seed"))
+    ledger = stores.state_dir(STORE) / "ledger.log"
+    with ledger.open("ab") as f:
+        f.write(b'{"k":"abc","op":"app')
+    stores.append(STORE, "log.md", b"second\n", provenance=PROV)
+    record = stores.recorded(STORE, PROV)
+    assert record is not None and record.op == "append"
+    assert b'"op":"app\n' in ledger.read_bytes()  # ended, not joined to the next line

@@ -38,8 +38,10 @@ def apply_record(
     states = states or {}
     contents = contents or {}
     audit, ledger = files.audit, files.ledger
+    dropped = False
     for commit in record["commits"]:
         for op in commit["ops"]:
+            dropped = dropped or op["k"] in ("x", "u")
             try:
                 _apply_op(files, root_fd, op, states, contents, recovering)
             except (ApplicationError, OSError):
@@ -51,6 +53,8 @@ def apply_record(
             audit.append(commit["audit"])
         if commit["key"] is not None:
             ledger.put(commit["key"], commit["op"], commit["result"], commit["attachment"])
+    if dropped:  # a redaction or a prune: its dropped references leave the disk now
+        files.versions.compact()
     files.index.write_usage(Usage.from_json(record["usage"]))
 
 
@@ -147,8 +151,24 @@ def _apply_op(
             files.index.remember(fd, name, rel, state)
 
 
+#: State dirs whose earlier-layout bookkeeping this process has already moved.
+_migrated: set[Path] = set()
+
+
+def migrate(files: StoreFiles) -> None:
+    """Move what the earlier layout kept one file per record (ledger records,
+    version references) into the store's logs, once per process (call under the
+    lock). Nothing is dropped: the logs are flushed before an old file goes."""
+    if files.state in _migrated:
+        return
+    files.ledger.migrate()
+    files.versions.migrate()
+    _migrated.add(files.state)
+
+
 def recover(files: StoreFiles) -> None:
     """Redo what the journal holds beyond what was applied (call under the lock)."""
+    migrate(files)
     journal = files.journal
     pending = journal.pending()
     if pending is None:
@@ -176,8 +196,6 @@ def checkpoint(files: StoreFiles) -> None:
     paths: set[Path] = set()
     for record in records:
         for commit in record["commits"]:
-            if commit["key"] is not None:
-                paths.add(files.ledger.dir / f"{commit['key']}.json")
             for op in commit["ops"]:
                 if "p" in op:
                     paths.add(files.root / op["p"])
@@ -186,20 +204,10 @@ def checkpoint(files: StoreFiles) -> None:
                         paths.update(files.versions.written_paths(sha))
                         paths.add(files.state / "redirects" / sha)
     paths.update({files.audit.path, files.index.usage_path, files.state / "retention.json"})
+    paths.update({files.ledger.path, files.versions.log.path})
     for path in paths:
-        _fsync(path)
+        _fs.fsync_path(path)
         dirs.add(path.parent)
     for folder in dirs:
-        _fsync(folder)
+        _fs.fsync_path(folder)
     journal.reset()
-
-
-def _fsync(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

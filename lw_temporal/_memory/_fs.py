@@ -277,6 +277,18 @@ def write_redoable(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
+def fsync_path(path: Path) -> None:
+    """Flush a bookkeeping file (or folder) if it exists."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, _DIR_FLAGS)
     try:

@@ -1,10 +1,15 @@
 """A store's audit log and its idempotency ledger.
 
 The audit log (``audit.jsonl``) is append-only, one JSON line per changed file. The
-ledger keeps, per activity (namespace, workflow id, run id, activity id), what its
-committed mutation returned, so a retry returns that instead of acting again. Both are
-written after the journal made the change durable and without fsync of their own: the
-journal can write them again, and a checkpoint flushes them.
+ledger (``ledger.log``, a :class:`._logfile.KeyedLog`) keeps, per activity (namespace,
+workflow id, run id, activity id), what its committed mutation returned, so a retry
+returns that instead of acting again. Both are written after the journal made the
+change durable and without fsync of their own: the journal can write them again, and a
+checkpoint flushes them.
+
+Stores written before the ledger was a log kept one ``ledger/<key>.json`` per record;
+:meth:`Ledger.migrate` moves them into the log (the first lock of the store does it),
+and until then a record is also looked for where it was.
 """
 
 from __future__ import annotations
@@ -14,11 +19,13 @@ import json
 import os
 import time
 from collections.abc import Iterable
+from contextlib import suppress
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from . import _fs
+from ._logfile import KeyedLog
 from ._records import AuditEntry, LedgerRecord
 
 Key = tuple[str, str, str, str]
@@ -79,29 +86,51 @@ class AuditLog:
 
 class Ledger:
     def __init__(self, state: Path) -> None:
-        self.dir = state / "ledger"
+        self.log = KeyedLog(state / "ledger.log")
+        self._old = state / "ledger"
+
+    @property
+    def path(self) -> Path:
+        return self.log.path
 
     def get(self, key: Key) -> LedgerRecord | None:
         return self.get_hashed(key_hash(key))
 
     def get_hashed(self, hashed: str) -> LedgerRecord | None:
-        try:
-            raw = json.loads((self.dir / f"{hashed}.json").read_bytes())
-        except (FileNotFoundError, ValueError):
-            return None
+        raw = self.log.get(hashed)
+        if raw is None:
+            try:  # not migrated yet
+                raw = json.loads((self._old / f"{hashed}.json").read_bytes())
+            except (FileNotFoundError, NotADirectoryError, ValueError):
+                return None
         return LedgerRecord(op=raw["op"], result=raw["result"], attachment=raw.get("attachment"))
 
-    def put(self, hashed: str, op: str, result: Any, attachment: Any) -> Path:
-        path = self.dir / f"{hashed}.json"
-        record = {"op": op, "result": result, "attachment": attachment}
-        _fs.write_redoable(path, json.dumps(record).encode())
-        return path
+    def put(self, hashed: str, op: str, result: Any, attachment: Any) -> None:
+        record = {"op": op, "result": result, "attachment": attachment, "t": int(time.time())}
+        self.log.put([(hashed, record)])
 
     def prune(self, older_than: timedelta) -> int:
         cutoff = time.time() - older_than.total_seconds()
-        removed = 0
-        for record in self.dir.glob("*.json"):
-            if record.stat().st_mtime < cutoff:
-                record.unlink()
-                removed += 1
-        return removed
+        return self.log.compact(lambda _key, record: float(record.get("t", 0)) >= cutoff)
+
+    def migrate(self) -> int:
+        """Move the one-file-per-record ledger of the earlier layout into the log
+        (flushed before the old files go); returns how many records moved."""
+        if not self._old.is_dir():
+            return 0
+        old = sorted(self._old.glob("*.json"))
+        moved: list[tuple[str, dict[str, Any]]] = []
+        for path in old:
+            try:
+                raw = json.loads(path.read_bytes())
+            except ValueError:
+                continue  # an unreadable record was already treated as missing
+            if isinstance(raw, dict):
+                moved.append((path.stem, {**raw, "t": int(path.stat().st_mtime)}))
+        self.log.put(moved)
+        _fs.fsync_path(self.log.path)
+        for path in old:
+            path.unlink()
+        with suppress(OSError):
+            self._old.rmdir()
+        return len(moved)

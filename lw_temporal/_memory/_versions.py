@@ -16,11 +16,18 @@ data at all; reading an old version walks its chain toward the newest (rare: res
 redaction, review).
 
 Objects are addressed by the sha256 of the content they stand for:
-``versions/<sha[:2]>/<sha>`` holds a whole content, ``<sha>.json`` a reference
-(``live`` path, ``prefix`` of / ``splice`` of another version). A redaction gives a
-cleaned version a new address and leaves a redirect from the old one, so the
-append-only audit log stays resolvable. The store is written without fsync: the
-journal holds everything needed to redo it, and a checkpoint flushes it.
+``versions/<sha>`` holds a whole content; a reference (``live`` path, ``prefix`` of /
+``splice`` of another version) is a record of the store's ``versions.log`` (see
+:mod:`._logfile`: one log, not a file per version, so a reference costs its hundred
+bytes and not a disk block). A redaction gives a cleaned version a new address and
+leaves a redirect from the old one, so the append-only audit log stays resolvable, and
+compacts the log so the references it dropped leave the disk. The store is written
+without fsync: the journal holds everything needed to redo it, and a checkpoint
+flushes it.
+
+Stores written before the log kept each reference in ``versions/<sha>.json``;
+:meth:`VersionStore.migrate` moves them into the log (the first lock of the store
+does it), and until then they are read where they are.
 """
 
 from __future__ import annotations
@@ -30,13 +37,14 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import _fs
+from ._logfile import KeyedLog
 
 #: Longest reference chain followed when reading one version (a guard, not a limit
 #: anyone meets: retention keeps chains far shorter).
@@ -101,6 +109,7 @@ class VersionStore:
 
     def __init__(self, state: Path) -> None:
         self.dir = state / "versions"
+        self.log = KeyedLog(state / "versions.log")
         self._redirects = state / "redirects"
         self._legacy = state / "blobs"
 
@@ -108,7 +117,7 @@ class VersionStore:
     def _full(self, sha: str) -> Path:
         return self.dir / sha
 
-    def _ref(self, sha: str) -> Path:
+    def _old_ref(self, sha: str) -> Path:
         return self.dir / f"{sha}.json"
 
     def resolve(self, sha: str) -> str:
@@ -124,14 +133,18 @@ class VersionStore:
         _fs.write_redoable(self._redirects / old, new.encode())
 
     def written_paths(self, sha: str) -> list[Path]:
-        return [p for p in (self._full(sha), self._ref(sha)) if p.exists()]
+        return [p for p in (self._full(sha), self.log.path) if p.exists()]
 
     # -- writing -------------------------------------------------------------------
     def _put_ref(self, sha: str, ref: dict[str, Any]) -> None:
-        path = self._ref(sha)
-        _fs.write_redoable(path, json.dumps(ref, separators=(",", ":")).encode())
+        self.log.put([(sha, ref)])
         with suppress(FileNotFoundError):
             self._full(sha).unlink()
+
+    def _drop_ref(self, sha: str) -> None:
+        self.log.drop([sha])
+        with suppress(FileNotFoundError):
+            self._old_ref(sha).unlink()
 
     def put_live(self, sha: str, rel: str) -> None:
         """``sha`` is the current content of the store file ``rel``. A whole copy
@@ -157,8 +170,7 @@ class VersionStore:
         path = self._full(sha)
         if not path.exists():
             _fs.write_atomic(path, data, sync=False)
-        with suppress(FileNotFoundError):
-            self._ref(sha).unlink()
+        self._drop_ref(sha)
 
     def keep_file(self, sha: str, dir_fd: int, name: str) -> None:
         """Keep the file ``name`` (whose content is ``sha``) as a whole version by
@@ -179,24 +191,54 @@ class VersionStore:
                 return
             _fs.write_atomic(tmp, data, sync=False)
         os.replace(tmp, path)
-        with suppress(FileNotFoundError):
-            self._ref(sha).unlink()
+        self._drop_ref(sha)
 
     def remove(self, sha: str) -> int:
-        """Drop an object; returns the bytes it held."""
-        freed = 0
-        for path in (self._full(sha), self._ref(sha), self._legacy / sha[:2] / sha):
+        """Drop an object; returns the bytes it held. Its reference stays on disk
+        until :meth:`compact`."""
+        freed = self.log.record_bytes(sha)
+        self._drop_ref(sha)
+        for path in (self._full(sha), self._old_ref(sha), self._legacy / sha[:2] / sha):
             with suppress(FileNotFoundError):
                 info = path.lstat()
-                if info.st_nlink <= 1 or path == self._ref(sha):
+                if info.st_nlink <= 1 or path == self._old_ref(sha):
                     freed += info.st_size
                 path.unlink()
         return freed
 
+    def compact(self) -> None:
+        """Rewrite the reference log without the records it no longer needs (what a
+        redaction or a prune dropped stays on disk until then)."""
+        self.log.compact()
+
+    def migrate(self) -> int:
+        """Move references kept one file each (the earlier layout) into the log:
+        appended and flushed before the old files go, so a crash between the two
+        leaves both (the log's copy wins, the same record). Returns how many moved."""
+        old = sorted(self.dir.glob("*.json")) if self.dir.is_dir() else []
+        moved: list[tuple[str, dict[str, Any]]] = []
+        for path in old:
+            try:
+                raw = json.loads(path.read_bytes())
+            except ValueError:
+                continue  # an unreadable reference was already treated as missing
+            if isinstance(raw, dict):
+                moved.append((path.name.removesuffix(".json"), raw))
+        if not old:
+            return 0
+        self.log.put(moved)
+        _fs.fsync_path(self.log.path)
+        for path in old:
+            path.unlink()
+        return len(moved)
+
     # -- reading -------------------------------------------------------------------
     def ref(self, sha: str) -> dict[str, Any] | None:
-        try:
-            raw = json.loads(self._ref(sha).read_bytes())
+        found = self.log.get(sha)
+        if found is not None:
+            return found
+        try:  # not migrated yet
+            raw = json.loads(self._old_ref(sha).read_bytes())
         except (FileNotFoundError, ValueError):
             return None
         return raw if isinstance(raw, dict) else None
@@ -205,17 +247,16 @@ class VersionStore:
         sha = self.resolve(sha)
         return (
             self._full(sha).exists()
-            or self._ref(sha).exists()
+            or self.ref(sha) is not None
             or (self._legacy / sha[:2] / sha).exists()
         )
 
     def stored_bytes(self, sha: str) -> int:
         """What keeping ``sha`` costs on disk (a reference is small, a whole copy is
         its size unless it is a hard link to a live file)."""
-        total = 0
-        for path in (self._full(sha), self._ref(sha)):
-            with suppress(FileNotFoundError):
-                total += path.lstat().st_size
+        total = self.log.record_bytes(sha)
+        with suppress(FileNotFoundError):
+            total += self._full(sha).lstat().st_size
         return total
 
     def get(self, sha: str, live: LiveReader) -> bytes | None:
@@ -258,31 +299,22 @@ class VersionStore:
                 data = data[:at] + unb64(str(ref["data"])) + data[at + cut :]
         return data
 
-    def objects(self) -> Iterator[tuple[str, Path]]:
-        """Every object: (sha, path); whole copies and references alike."""
-        if not self.dir.is_dir():
-            return
-        for path in self.dir.iterdir():
-            if not path.name.startswith(_fs.TMP_PREFIX):
-                yield path.name.removesuffix(".json"), path
-
     def total_bytes(self) -> int:
-        total = 0
-        for _sha, path in self.objects():
-            with suppress(FileNotFoundError):
-                info = path.lstat()
-                if stat.S_ISREG(info.st_mode):
-                    total += info.st_size
+        """Whole copies and live references: what the store's versions hold."""
+        total = self.log.live_bytes()
+        if self.dir.is_dir():
+            for path in self.dir.iterdir():
+                with suppress(FileNotFoundError):
+                    info = path.lstat()
+                    if stat.S_ISREG(info.st_mode) and not path.name.startswith(_fs.TMP_PREFIX):
+                        total += info.st_size
         return total
 
     def dependents(self, shas: Iterable[str]) -> dict[str, str]:
         """Objects whose reference points at one of ``shas``: {dependent: target}."""
         wanted = set(shas)
         found: dict[str, str] = {}
-        for sha, path in self.objects():
-            if not path.name.endswith(".json"):
-                continue
-            ref = self.ref(sha) or {}
+        for sha, ref in self.log.items():
             target = ref.get("prefix") or ref.get("splice")
             if isinstance(target, str) and self.resolve(target) in wanted:
                 found[sha] = target
