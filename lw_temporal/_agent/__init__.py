@@ -3,15 +3,16 @@
 (``_scripted``), the ``lw.model``/``lw.settings`` activities (``_activity``) and the
 workflows' inputs and results (``_io``)."""
 
-from ._activity import (
-    MODEL_ACTIVITY,
-    ORCHESTRATOR_MAX_TURNS,
-    SETTINGS_ACTIVITY,
-    ModelActivities,
-    ModelTurn,
-)
+from ._activity import MODEL_ACTIVITY, SETTINGS_ACTIVITY, ModelActivities, ModelTurn
 from ._conversation import DEFAULT_CONTEXT_BUDGET
-from ._io import AgentInput, AgentResult, AgentState, Progress, WorkerSettings
+from ._io import (
+    ORCHESTRATOR_MAX_TURNS,
+    AgentInput,
+    AgentResult,
+    AgentState,
+    Progress,
+    WorkerSettings,
+)
 from ._protocol import (
     Exchange,
     Model,

@@ -32,7 +32,7 @@ from ._conversation import (
     fit,
     tokens,
 )
-from ._io import WorkerSettings
+from ._io import ORCHESTRATOR_MAX_TURNS, WorkerSettings
 from ._protocol import Exchange, Model, ModelRequest, ModelResponse, ToolResult, Usage, Wire
 from ._recorder import recorded, tool_activity_id
 from ._tools import tools_for
@@ -40,10 +40,7 @@ from ._tools import tools_for
 MODEL_ACTIVITY = "lw.model"
 SETTINGS_ACTIVITY = "lw.settings"
 
-#: The default turn budget of an orchestrator (planners and workers take theirs from
-#: ``WorkflowDefinition.max_turns``).
-ORCHESTRATOR_MAX_TURNS = 24
-#: What an orchestrator is told when the plugin gives no ``orchestrator_instructions``.
+#: What an orchestrator is told when ``OrchestratorOptions`` gives no instructions.
 DEFAULT_ORCHESTRATOR_INSTRUCTIONS = (
     "You orchestrate a pipeline of the workflows listed below. Read their lessons under "
     "/mnt/memory/available-workflows/ and the pipeline's history under "

@@ -14,6 +14,10 @@ from .._ids import Role
 from .._topology import HostPin
 from ._protocol import Exchange, ToolResult, Usage
 
+#: The default turn budget of an orchestrator and of the dreaming agent (planners and
+#: workers take theirs from ``WorkflowDefinition.max_turns``).
+ORCHESTRATOR_MAX_TURNS = 24
+
 
 class WorkerSettings(BaseModel):
     """Worker-side settings workflow code needs but cannot see: read once per run
@@ -22,13 +26,13 @@ class WorkerSettings(BaseModel):
 
     index_search_attributes: bool = False
     local_model: bool = False
-    orchestrator_max_turns: int = 24
+    orchestrator_max_turns: int = ORCHESTRATOR_MAX_TURNS
     #: Turn budget per registered definition id (bounded by the registry's size).
     max_turns: dict[str, int] = Field(default_factory=dict)
-    default_max_turns: int = 24
+    default_max_turns: int = ORCHESTRATOR_MAX_TURNS
     #: The host whose task queue runs the tree's activities (pinned runs), if any.
     pin: HostPin | None = None
-    dreaming_max_turns: int = 24
+    dreaming_max_turns: int = ORCHESTRATOR_MAX_TURNS
 
     def turns_for(self, role: Role, definition_id: str | None) -> int:
         if role is Role.DREAMING:
