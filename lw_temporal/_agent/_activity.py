@@ -201,8 +201,8 @@ class ModelActivities:
             raise lw_error(
                 MODEL_CONTEXT_OVERFLOW,
                 f"workflow {scope.workflow_id!r}, turn {turn.turn + 1}: the newest tool "
-                "results alone exceed the context budget; raise context_budget_tokens "
-                "or lower bash_output_cap",
+                "results alone exceed the context budget; raise the plugin's "
+                "ModelCallOptions.context_budget_tokens or lower its BashOptions.output_cap",
             )
         response = await self._ask(request)
         reply = _normalized(response, turn.turn)

@@ -112,7 +112,7 @@ class AnthropicModel:
         if stop == "model_context_window_exceeded":
             raise ApplicationError(
                 f"Anthropic {self.model!r} ({where}): the conversation filled the model's "
-                "context window; lower the plugin's context_budget_tokens",
+                "context window; lower the plugin's ModelCallOptions.context_budget_tokens",
                 type=MODEL_CONTEXT_OVERFLOW,
                 non_retryable=True,
             )

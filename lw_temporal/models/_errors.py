@@ -106,8 +106,8 @@ def provider_error(
     if status == 413 or (status in (400, 422) and any(w in lowered for w in _CONTEXT_WORDS)):
         return ApplicationError(
             f"{said}: the conversation does not fit the model's context ({status}): "
-            f"{message}; lower the plugin's context_budget_tokens (or bash_output_cap), or "
-            "use a model with a larger context window",
+            f"{message}; lower the plugin's ModelCallOptions.context_budget_tokens (or "
+            "BashOptions.output_cap), or use a model with a larger context window",
             type=MODEL_CONTEXT_OVERFLOW,
             non_retryable=True,
         )
