@@ -289,21 +289,12 @@ def _redact(target: Target, args: argparse.Namespace) -> int:
 
 
 def _retention(target: Target, args: argparse.Namespace) -> int:
-    from .._memory import VersionRetention
-
     stores, store = target.stores, target.store
-    policy = stores.retention(store)
+    policy = stores.retention_with(store, keep_last=args.keep_last, keep_days=args.keep_days)
     if args.keep_last is not None or args.keep_days is not None:
         if not args.by:
             raise Refused("setting a retention policy needs --by (who sets it)")
-        policy = stores.set_retention(
-            store,
-            VersionRetention(
-                keep_last=policy.keep_last if args.keep_last is None else args.keep_last,
-                keep_days=args.keep_days,
-            ),
-            provenance=_admin(args),
-        )
+        policy = stores.set_retention(store, policy, provenance=_admin(args))
     days = "" if policy.keep_days is None else f" and those younger than {policy.keep_days} days"
     print(f"{target.label}: keeps the last {policy.keep_last} versions of each file{days}")
     return 0

@@ -51,6 +51,15 @@ class StoreNames:
         )
         return sorted({p.name for f in folders if f.is_dir() for p in f.iterdir() if p.is_dir()})
 
+    def stores(self) -> list[StoreRef]:
+        """Every store of the data dir that has files or bookkeeping."""
+        found = [StoreRef(StoreKind.WORKFLOW, k) for k in self.known_stores(StoreKind.WORKFLOW)]
+        found += [StoreRef(StoreKind.PIPELINE, k) for k in self.known_stores(StoreKind.PIPELINE)]
+        org = StoreRef(StoreKind.ORG, "org")
+        if self.root(org).is_dir() or self.state_dir(org).is_dir():
+            found.append(org)
+        return found
+
     def find_store(self, text: str) -> StoreRef:
         """The existing store ``text`` names: ``workflow:<id>``, ``pipeline:<key or a
         unique prefix>``, ``org`` or ``dreaming:<id>`` (dreaming's notes about ``id``)."""

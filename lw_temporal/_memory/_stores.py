@@ -12,7 +12,9 @@ go through. Each concern lives in its own module:
 - :mod:`._index`, :mod:`._versions`: the current-version index and the kept versions
   (reverse deltas: every change costs what it changed);
 - :mod:`._ledger`: the audit log and the idempotency ledger;
-- :mod:`._staged`, :mod:`._redact`, :mod:`._prune`: bash commits, redaction, retention.
+- :mod:`._staged`, :mod:`._redact`, :mod:`._prune`: bash commits, redaction, retention
+  (the retention methods themselves, and :mod:`._names`'s resolution of what an
+  operator types, are mixed into :class:`MemoryStores`).
 
 All bookkeeping lives under the layout's state dir (``stores/<kind>/<key>/``), never
 inside a mounted folder. The methods are synchronous (they block on the lock and on
@@ -40,8 +42,8 @@ from . import _fs
 from ._apply import checkpoint, recover
 from ._index import Usage, state_of, tree_id
 from ._journal import Cancelled, locked
-from ._names import STORE_FORMS, StoreNames, StoreNotFound, redaction_pattern
-from ._prune import policy_body, prune_body, read_policy
+from ._names import STORE_FORMS, StoreNotFound, redaction_pattern
+from ._prune import StoreRetention
 from ._records import (
     AuditEntry,
     LedgerRecord,
@@ -49,13 +51,11 @@ from ._records import (
     ListResult,
     MutationResult,
     Provenance,
-    PruneResult,
     ReadResult,
     RedactResult,
     StagedChange,
     StagedCommitResult,
     VersionInfo,
-    VersionRetention,
 )
 from ._redact import redact_body
 from ._rules import SHA, check_precondition, file_too_big
@@ -69,7 +69,7 @@ __all__ = ["STORE_FORMS", "Cancelled", "MemoryStores", "StoreNotFound"]
 _R = TypeVar("_R", bound=BaseModel)
 
 
-class MemoryStores(StoreNames):
+class MemoryStores(StoreRetention):
     """The memory stores of one data dir.
 
     Args:
@@ -625,69 +625,6 @@ class MemoryStores(StoreNames):
                 recover(files)  # rolls forward a crashed commit
                 record = files.ledger.get(key)
         return record
-
-    # -- retention of versions ----------------------------------------------------------
-    def retention(self, store: StoreRef) -> VersionRetention:
-        """The store's version retention policy (the default until one is set)."""
-        return read_policy(self.state_dir(store))
-
-    def set_retention(
-        self, store: StoreRef, policy: VersionRetention, *, provenance: Provenance
-    ) -> VersionRetention:
-        """Set the store's version retention policy (audited)."""
-        return self._writer.mutate(
-            store, provenance, "retention", policy_body(policy), VersionRetention, None
-        )
-
-    def prune_versions(
-        self,
-        store: StoreRef,
-        *,
-        keep_last: int | None = None,
-        keep_days: float | None = None,
-        provenance: Provenance | None = None,
-    ) -> int:
-        """Apply the store's retention policy (or the one given) now; returns how many
-        kept versions were removed. See :meth:`prune`."""
-        return self.prune(
-            store, keep_last=keep_last, keep_days=keep_days, provenance=provenance
-        ).removed
-
-    def prune(
-        self,
-        store: StoreRef,
-        *,
-        keep_last: int | None = None,
-        keep_days: float | None = None,
-        provenance: Provenance | None = None,
-    ) -> PruneResult:
-        """Drop the kept versions the policy does not keep (the current version never
-        goes; every version stays listed, as unavailable), with an audit line per file."""
-        policy = self.retention(store)
-        if keep_last is not None or keep_days is not None:
-            policy = VersionRetention(
-                keep_last=policy.keep_last if keep_last is None else keep_last,
-                keep_days=keep_days,
-            )
-        body = prune_body(self.files(store), self.audit(store), policy)
-        return self._writer.mutate(
-            store, provenance or Provenance.admin("retention"), "prune", body, PruneResult, None
-        )
-
-    def stores(self) -> list[StoreRef]:
-        """Every store of the data dir that has files or bookkeeping."""
-        found = [StoreRef(StoreKind.WORKFLOW, k) for k in self.known_stores(StoreKind.WORKFLOW)]
-        found += [StoreRef(StoreKind.PIPELINE, k) for k in self.known_stores(StoreKind.PIPELINE)]
-        org = StoreRef(StoreKind.ORG, "org")
-        if self.root(org).is_dir() or self.state_dir(org).is_dir():
-            found.append(org)
-        return found
-
-    def apply_retention(self, *, provenance: Provenance) -> list[PruneResult]:
-        """Apply every store's retention policy (the scheduled retention pass)."""
-        return [
-            r for r in (self.prune(s, provenance=provenance) for s in self.stores()) if r.removed
-        ]
 
     def prune_ledger(self, store: StoreRef, older_than: timedelta) -> int:
         """Forget exactly-once records older than ``older_than`` (longer than any
