@@ -34,7 +34,7 @@ from temporalio.testing import ActivityEnvironment
 from lw_temporal import WorkflowDefinition
 from lw_temporal._bash import BashActivities, BashRequest
 from lw_temporal._config import LwConfig
-from lw_temporal._sandbox import BwrapBackend, MountMode, SandboxMount, SandboxSpec
+from lw_temporal._sandbox import BwrapBackend, SandboxMount, SandboxSpec
 from lw_temporal._sandbox._identity import thread_as
 from lw_temporal._scope import Scope
 
@@ -48,8 +48,7 @@ def bare_argv(scope: Scope, backend: BwrapBackend, seccomp_fd: int) -> list[str]
     mounts = []
     for mount in scope.mounts:
         mount.real.mkdir(parents=True, exist_ok=True)
-        mode = MountMode.RW if mount.writable else MountMode.RO
-        mounts.append(SandboxMount(mount.real, mount.virtual, mode))
+        mounts.append(SandboxMount(mount.real, mount.virtual, mount.mode))
     spec = SandboxSpec(argv=("/bin/bash", "-c", "true"), cwd=scope.cwd, mounts=tuple(mounts))
     argv, _ = backend.bwrap_argv(spec, seccomp_fd=seccomp_fd)
     cut = argv.index("--")

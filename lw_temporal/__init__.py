@@ -74,6 +74,7 @@ from ._memory import (
     StagedCommitResult,
     VersionInfo,
 )
+from ._mode import Mode
 from ._plugin import LittleWorkflowPlugin
 from ._retention import (
     GcReport,
@@ -83,7 +84,7 @@ from ._retention import (
     schedule_retention,
 )
 from ._scan import DefaultScanner, Finding, Scanner
-from ._scope import Mode, Mount, Scope, StoreKind, StoreRef, derive_scope
+from ._scope import Mount, Scope, StoreKind, StoreRef, derive_scope
 from ._workflows import PROGRESS_QUERY, AgentInput, AgentResult, Progress
 
 __all__ = [

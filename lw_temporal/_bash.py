@@ -38,12 +38,12 @@ from ._changes import CommitOutcome, Committer, StoreChange
 from ._config import LwConfig
 from ._errors import MEMORY_COMMIT_FAILED, SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
 from ._locks import lock_exclusive
+from ._mode import Mode
 from ._pathcheck import UNPARSEABLE, CheckResult, check_command, filter_listing
 from ._sandbox import (
     Backend,
     CaptureLimits,
     Limits,
-    MountMode,
     OutputSink,
     SandboxMount,
     SandboxSpec,
@@ -396,13 +396,12 @@ class BashActivities:
         if not source.is_dir():
             source = _empty_dir(scope)
         if mount.store is not None and mount.writable and not overlay:
-            return SandboxMount(source, mount.virtual, MountMode.RO)
+            return SandboxMount(source, mount.virtual, Mode.RO)
         if mount.store is not None and mount.writable:
             folder = self._staging(scope)
             staged.append((mount, folder))
-            return SandboxMount(source, mount.virtual, MountMode.OVERLAY, folder)
-        mode = MountMode.RW if mount.writable else MountMode.RO
-        return SandboxMount(source, mount.virtual, mode)
+            return SandboxMount(source, mount.virtual, Mode.RW, folder)
+        return SandboxMount(source, mount.virtual, mount.mode)
 
     def _staging(self, scope: Scope) -> Path:
         """An empty staging folder set: an idle one of this data dir, or a new one."""

@@ -34,13 +34,13 @@ import posixpath
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from enum import Enum
 from functools import cache
 from pathlib import PurePosixPath
 
 import tree_sitter
 import tree_sitter_bash
 
+from ._mode import Mode
 from ._sandbox._spec import SYSTEM_VIEW
 from ._scope import Mount, Scope
 
@@ -160,23 +160,12 @@ _GLOB_CHARS = "*?[{"
 _LISTING_COMMANDS = frozenset({"find", "tree", "du"})
 
 
-class Access(Enum):
-    READ = "read"
-    WRITE = "write"
-
-
-class Verdict(Enum):
-    OUTSIDE = "outside"
-    READ_ONLY = "ro"
-    WRITABLE = "rw"
-
-
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     """The pre-check's answer: ``rejection`` is the message for the agent, or None."""
 
     rejection: str | None
-    paths: tuple[tuple[str, Access], ...] = ()
+    paths: tuple[tuple[str, Mode], ...] = ()
     lists_recursively: bool = False
 
 
@@ -253,7 +242,7 @@ class _Walk:
     scope: Scope
     cwd: PurePosixPath | None
     deadline: _Deadline | None = None
-    found: list[tuple[str, Access]] = field(default_factory=list)
+    found: list[tuple[str, Mode]] = field(default_factory=list)
     recursive_listing: bool = False
     #: Canonical form of each path, and target of each symlink, already resolved in
     #: this command (one naming a symlink chain many times resolves it once).
@@ -265,7 +254,7 @@ class _Walk:
             self.canonical[virtual] = canonicalize(self.scope, virtual, self.deadline, self.links)
         return self.canonical[virtual]
 
-    def add(self, value: str, complete: bool, access: Access) -> None:
+    def add(self, value: str, complete: bool, access: Mode) -> None:
         """Record one named path (resolved against the cwd known at this point)."""
         if not complete:
             if not value.startswith(("/", "~")):
@@ -277,7 +266,7 @@ class _Walk:
             value = value[: value.rfind("/") + 1] if "/" in value else ""
             if not value:
                 value = "."
-            access = Access.READ if value.endswith("/") else access
+            access = Mode.RO if value.endswith("/") else access
         if value == "":
             return
         if value == "~" or value.startswith("~/"):
@@ -357,7 +346,7 @@ def _visit_command(node: tree_sitter.Node, walk: _Walk) -> None:
             if value.startswith("--") and "=" in value:
                 opt_value = value.split("=", 1)[1]
                 if opt_value.startswith(("/", "~", "./", "../")):
-                    walk.add(opt_value, True, Access.READ)
+                    walk.add(opt_value, True, Mode.RO)
             continue
         operands.append((value, complete))
 
@@ -365,7 +354,7 @@ def _visit_command(node: tree_sitter.Node, walk: _Walk) -> None:
         for value, complete in operands:
             key, _, target = value.partition("=")
             if key in ("if", "of"):
-                walk.add(target, complete, Access.WRITE if key == "of" else Access.READ)
+                walk.add(target, complete, Mode.RW if key == "of" else Mode.RO)
         return
     if (
         base in _PATTERN_FIRST
@@ -378,20 +367,20 @@ def _visit_command(node: tree_sitter.Node, walk: _Walk) -> None:
         operands = operands[1:]
     if base in ("cd", "pushd"):
         dest, known = operands[0] if operands else ("~", True)
-        walk.add(dest, known, Access.READ)
+        walk.add(dest, known, Mode.RO)
         walk.cwd = _next_cwd(walk, dest) if known and dest != "-" else None
         return
 
     for index, (value, complete) in enumerate(operands):
         if base in _WRITE_ALL or in_place:
-            access = Access.WRITE
+            access = Mode.RW
         elif base in _WRITE_LAST:
-            access = Access.WRITE if index == len(operands) - 1 else Access.READ
+            access = Mode.RW if index == len(operands) - 1 else Mode.RO
         else:
-            access = Access.READ
+            access = Mode.RO
         if base == "ln" and index < len(operands) - 1 and "-s" in "".join(options):
             continue  # a symlink's target text is not opened by ln
-        named = base in _FILE_COMMANDS or access is Access.WRITE
+        named = base in _FILE_COMMANDS or access is Mode.RW
         if named or value.startswith(("/", "~")) or "../" in value or value == "..":
             walk.add(value, complete, access)
 
@@ -414,12 +403,12 @@ def _visit_redirect(node: tree_sitter.Node, walk: _Walk) -> None:
     else:
         value, complete = _static(first)
         if not (first.type == "number" and operator in (">&", "<&")):
-            access = Access.WRITE if operator in _WRITE_REDIRECTS else Access.READ
+            access = Mode.RW if operator in _WRITE_REDIRECTS else Mode.RO
             walk.add(value, complete, access)
     for extra in rest:  # `cat 2>&1 file`: the grammar files `file` under the redirect
         value, complete = _static(extra)
         if value.startswith(("/", "~")) or "../" in value:
-            walk.add(value, complete, Access.READ)
+            walk.add(value, complete, Mode.RO)
 
 
 def _preorder(root: tree_sitter.Node) -> Iterator[tuple[tree_sitter.Node, int]]:
@@ -543,23 +532,24 @@ def _link_target(mounts: _Mounts, current: str) -> tuple[str, ...] | None:
     return (*mount.virtual.parts[1:], *(rel.split("/") if rel != "." else ()))
 
 
-def classify(scope: Scope, canonical: str) -> Verdict:
-    """Where a canonical virtual path falls: a mount, a system root, or nowhere."""
+def classify(scope: Scope, canonical: str) -> Mode | None:
+    """What a canonical virtual path allows: its mount's mode, a system root's, or
+    ``None`` for a path outside everything the agent sees."""
     mount = _Mounts.of(scope).at(canonical)
     if mount is not None:
-        return Verdict.WRITABLE if mount.writable else Verdict.READ_ONLY
+        return mount.mode
     if any(_inside(canonical, root) for root in PRIVATE_WRITABLE):
-        return Verdict.WRITABLE
+        return Mode.RW
     if any(_inside(canonical, root) for root in SYSTEM_READ_ONLY):
-        return Verdict.READ_ONLY
+        return Mode.RO
     if canonical in _LISTABLE or any(
         _inside(str(m.virtual), canonical) for m in scope.mounts
     ):  # a folder above the mounts (/, /mnt, /mnt/memory ...)
-        return Verdict.READ_ONLY
-    return Verdict.OUTSIDE
+        return Mode.RO
+    return None
 
 
-def check_path(scope: Scope, path: str, access: Access, walk: _Walk | None = None) -> str | None:
+def check_path(scope: Scope, path: str, access: Mode, walk: _Walk | None = None) -> str | None:
     """The rejection for one absolute virtual path, or None when it is allowed."""
     display = posixpath.normpath(path)
     if display.startswith("//"):
@@ -568,9 +558,9 @@ def check_path(scope: Scope, path: str, access: Access, walk: _Walk | None = Non
     if canonical is None:
         return f"{OUTSIDE}: {display}"
     verdict = classify(scope, canonical)
-    if verdict is Verdict.OUTSIDE:
+    if verdict is None:
         return f"{OUTSIDE}: {display}"
-    if access is Access.WRITE and verdict is Verdict.READ_ONLY:
+    if access is Mode.RW and verdict is Mode.RO:
         return f"{READ_ONLY}: {display}"
     return None
 
@@ -666,7 +656,7 @@ def filter_listing(
             if candidate is not None:
                 absolute = candidate if candidate.startswith("/") else str(base / candidate)
                 canonical = walk.canonicalize(absolute)
-                if canonical is None or classify(scope, canonical) is Verdict.OUTSIDE:
+                if canonical is None or classify(scope, canonical) is None:
                     continue
             kept.append(line)
     except _OverBudget:

@@ -21,14 +21,10 @@ from ._ids import (
     check_definition_id,
     parse_workflow_id_for_type,
 )
+from ._mode import Mode
 
 MNT = PurePosixPath("/mnt")
 OWN_SCRATCH = MNT / "scratch" / "own"
-
-
-class Mode(StrEnum):
-    RW = "rw"
-    RO = "ro"
 
 
 class StoreKind(StrEnum):
@@ -185,6 +181,21 @@ def _scratch(agent_id: AgentId, layout: DataLayout, name: str, mode: Mode, purpo
     return Mount(MNT / "scratch" / name, layout.scratch(agent_id), mode, purpose)
 
 
+def _from_orchestrator(agent_id: AgentId, layout: DataLayout) -> list[Mount]:
+    """The orchestrator's scratch, read-only, for a planner or worker inside a pipeline."""
+    if agent_id.orchestrator_id is None:
+        return []
+    return [
+        _scratch(
+            agent_id.orchestrator_id,
+            layout,
+            "from-orchestrator",
+            Mode.RO,
+            "the orchestrator's notes for this run.",
+        )
+    ]
+
+
 def _access(value: str) -> Mode | None:
     return None if value == "none" else Mode(value)
 
@@ -241,16 +252,7 @@ def derive_scope(
                 agent_id, layout, "own", Mode.RW, "your working area; write plan docs for workers."
             )
         )
-        if agent_id.orchestrator_id is not None:
-            mounts.append(
-                _scratch(
-                    agent_id.orchestrator_id,
-                    layout,
-                    "from-orchestrator",
-                    Mode.RO,
-                    "the orchestrator's notes for this run.",
-                )
-            )
+        mounts += _from_orchestrator(agent_id, layout)
     elif role is Role.WORKER:
         assert agent_id.definition_id is not None and agent_id.planner_id is not None
         definition = definitions[agent_id.definition_id]
@@ -264,16 +266,7 @@ def derive_scope(
         mounts.append(
             _scratch(agent_id, layout, "own", Mode.RW, "your working area for this step.")
         )
-        if agent_id.orchestrator_id is not None:
-            mounts.append(
-                _scratch(
-                    agent_id.orchestrator_id,
-                    layout,
-                    "from-orchestrator",
-                    Mode.RO,
-                    "the orchestrator's notes for this run.",
-                )
-            )
+        mounts += _from_orchestrator(agent_id, layout)
         mounts.append(
             _scratch(
                 agent_id.planner_id,

@@ -11,7 +11,8 @@ import pytest
 from lw_temporal import WorkflowDefinition
 from lw_temporal._bash import BashActivities
 from lw_temporal._config import LwConfig
-from lw_temporal._pathcheck import Verdict, classify
+from lw_temporal._mode import Mode
+from lw_temporal._pathcheck import classify
 from lw_temporal._sandbox import SYSTEM_VIEW, BwrapBackend, LandlockBackend, SandboxSpec
 from lw_temporal._sandbox._landlock import DEVICE, READ, READ_FILE, ruleset
 
@@ -133,17 +134,17 @@ def test_old_landlock_abi_handles_less_and_scopes_nothing(tmp_path: Path) -> Non
 @pytest.mark.parametrize("path", [*SYSTEM_VIEW.read_only])
 def test_precheck_reads_the_same_view_read_only(tmp_path: Path, path: str) -> None:
     config = LwConfig.create(tmp_path, [WorkflowDefinition(id="cr")])
-    assert classify(config.scope_of(*WORKER), path) is Verdict.READ_ONLY
+    assert classify(config.scope_of(*WORKER), path) is Mode.RO
 
 
 @pytest.mark.parametrize("path", [*SYSTEM_VIEW.writable])
 def test_precheck_reads_the_same_view_writable(tmp_path: Path, path: str) -> None:
     config = LwConfig.create(tmp_path, [WorkflowDefinition(id="cr")])
-    assert classify(config.scope_of(*WORKER), path) is Verdict.WRITABLE
+    assert classify(config.scope_of(*WORKER), path) is Mode.RW
 
 
 def test_nothing_else_of_the_host_is_shown(tmp_path: Path) -> None:
     config = LwConfig.create(tmp_path, [WorkflowDefinition(id="cr")])
     scope = config.scope_of(*WORKER)
     for path in ("/etc/passwd", "/home", "/dev/sda", "/root", "/var", "/dev/kmsg"):
-        assert classify(scope, path) is Verdict.OUTSIDE, path
+        assert classify(scope, path) is None, path

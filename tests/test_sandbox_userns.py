@@ -14,12 +14,12 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from lw_temporal._mode import Mode
 from lw_temporal._sandbox import (
     LAUNCH_FAILED_MARKER,
     LAUNCH_FAILED_STATUS,
     BwrapBackend,
     Limits,
-    MountMode,
     OutputSink,
     SandboxMount,
     SandboxSpec,
@@ -40,7 +40,7 @@ def overlay_spec(tmp_path: Path, command: str, lower: Path | None = None) -> San
     staging = tmp_path / "staging"
     for name in ("upper", "work", "merged"):
         (staging / name).mkdir(parents=True)
-    mount = SandboxMount(lower, TARGET, MountMode.OVERLAY, staging)
+    mount = SandboxMount(lower, TARGET, Mode.RW, staging)
     return SandboxSpec(
         argv=("/bin/bash", "-c", command),
         cwd=TARGET,

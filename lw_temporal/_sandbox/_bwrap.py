@@ -18,9 +18,10 @@ import shutil
 import subprocess
 from pathlib import PurePosixPath
 
+from .._mode import Mode
 from . import _seccomp
 from ._backends import Backend, Launch, SandboxUnavailable, rlimit_argv, script_through_fd
-from ._spec import Limits, MountMode, SandboxMount, SandboxSpec, SystemView
+from ._spec import Limits, SandboxMount, SandboxSpec, SystemView
 from ._userns import Overlay
 
 _SANDBOX_UID = "1000"
@@ -84,7 +85,7 @@ class BwrapBackend(Backend):
         if not gated:  # a separate user: the command sets its own limits, then execs
             spec = dataclasses.replace(spec, argv=(*rlimit_argv(spec.limits), *spec.argv))
         fds = (*fds, self.seccomp_fd())
-        overlays = [m for m in spec.mounts if m.mode is MountMode.OVERLAY]
+        overlays = [m for m in spec.mounts if m.overlay]
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
         if not overlays:
             argv, payload = self.bwrap_argv(spec, args_fd=args_fd, seccomp_fd=fds[-1])
@@ -177,12 +178,12 @@ def _bwrap_options(
     argv += system_options(system, limits)
     for mount in sorted(mounts, key=lambda m: len(m.target.parts)):
         target = str(mount.target)
-        if mount.mode is MountMode.RO:
-            argv += ["--ro-bind", str(mount.source), target]
-        elif mount.mode is MountMode.RW:
-            argv += ["--bind", str(mount.source), target]
-        else:
+        if mount.overlay:
             argv += ["--bind", merged[target], target]
+        elif mount.mode is Mode.RO:
+            argv += ["--ro-bind", str(mount.source), target]
+        else:
+            argv += ["--bind", str(mount.source), target]
     argv += ["--remount-ro", "/", "--chdir", str(cwd)]
     payload = b"".join(a.encode("utf-8", "surrogateescape") + b"\0" for a in argv)
     return tuple(argv), payload

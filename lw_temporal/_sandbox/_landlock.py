@@ -27,9 +27,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._mode import Mode
 from . import _pathview, _seccomp
 from ._backends import Backend, Launch, SandboxUnavailable, script_through_fd
-from ._spec import MountMode, SandboxSpec
+from ._spec import SandboxSpec
 
 EXECUTE = 1 << 0
 WRITE_FILE = 1 << 1
@@ -79,7 +80,8 @@ def ruleset(spec: SandboxSpec, abi: int, tmp: Path | None) -> RuleSet:
     rules += [(p, READ) for p in (*system.etc_files, system.proc)]
     rules += [(p, DEVICE if p in system.sinks else READ_FILE) for p in system.devices]
     for mount in spec.mounts:
-        rules.append((str(mount.source), fs_all if mount.mode is MountMode.RW else READ))
+        writable = mount.mode is Mode.RW and not mount.overlay  # overlay: the upper is written
+        rules.append((str(mount.source), fs_all if writable else READ))
     rules.append((str(_pathview.view_dir(spec)), READ))
     if tmp is not None:
         rules.append((str(tmp), fs_all))

@@ -17,10 +17,11 @@ import socket
 import uuid
 from pathlib import Path, PurePosixPath
 
+from .._mode import Mode
 from ._backends import Backend, SandboxUnavailable, UnsandboxedBackend
 from ._identity import SandboxUser
 from ._run import OutputSink, run_sandboxed
-from ._spec import Limits, MountMode, SandboxMount, SandboxSpec
+from ._spec import Limits, SandboxMount, SandboxSpec
 
 _PROBE = PurePosixPath("/mnt/probe")
 
@@ -60,8 +61,8 @@ async def self_test(
             argv=("/bin/bash", "-c", _script(listener.getsockname()[1])),
             cwd=_PROBE / "rw",
             mounts=(
-                SandboxMount(ro, _PROBE / "ro", MountMode.RO),
-                SandboxMount(rw, _PROBE / "rw", MountMode.RW),
+                SandboxMount(ro, _PROBE / "ro", Mode.RO),
+                SandboxMount(rw, _PROBE / "rw", Mode.RW),
             ),
             limits=limits,
             timeout=30,

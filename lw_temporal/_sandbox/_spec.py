@@ -11,26 +11,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
+from .._mode import Mode
 from ._identity import SandboxUser
-
-
-class MountMode(StrEnum):
-    RO = "ro"
-    RW = "rw"
-    #: Writes land in ``staging/upper``; ``source`` stays untouched.
-    OVERLAY = "overlay"
 
 
 @dataclass(frozen=True, slots=True)
 class SandboxMount:
     source: Path
     target: PurePosixPath
-    mode: MountMode
-    #: For OVERLAY: a private folder holding ``upper``, ``work`` and ``merged``.
+    mode: Mode
+    #: Set for a copy-on-write mount (``mode`` RW): a private folder holding ``upper``,
+    #: ``work`` and ``merged``; writes land in ``upper`` and ``source`` stays untouched.
     staging: Path | None = None
+
+    @property
+    def overlay(self) -> bool:
+        return self.staging is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +141,6 @@ class SandboxSpec:
         if best is None:
             return None
         root = best.source
-        if best.mode is MountMode.OVERLAY and best.staging is not None:
+        if best.staging is not None:
             root = best.staging / "merged"
         return root.joinpath(*virtual.relative_to(best.target).parts)
