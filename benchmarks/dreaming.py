@@ -209,7 +209,7 @@ async def main(sizes: Sequence[int], batch_size: int) -> None:
                     client,
                     task_queue=TASK_QUEUE,
                     workflows=[DreamingWorkflow],
-                    activities=dreaming.callables(),
+                    activities=dreaming.callables,
                 ),
             ):
                 for n, definition in definitions.items():

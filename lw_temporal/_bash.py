@@ -192,8 +192,8 @@ class BashActivities:
         self._idle_staging: list[Path] = []
 
     @property
-    def callables(self) -> list[Callable[..., object]]:
-        return [self.bash]
+    def callables(self) -> tuple[Callable[..., object], ...]:
+        return (self.bash,)
 
     def backend(self) -> Backend:
         if self._backend is None:

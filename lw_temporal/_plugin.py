@@ -154,7 +154,7 @@ class LittleWorkflowPlugin(SimplePlugin):
             dreaming_instructions=dreaming.instructions_for,
             dreaming_max_turns=dreaming.max_turns,
         )
-        activities += [self.model_activities.run_turn, self.model_activities.settings]
+        activities += self.model_activities.callables
         self.dreaming_activities = DreamingActivities(
             self.config,
             dreaming.consolidator,
@@ -162,9 +162,9 @@ class LittleWorkflowPlugin(SimplePlugin):
             agent=model is not None,
             index_search_attributes=deployment.search_attributes_registered,
         )
-        activities += self.dreaming_activities.callables()
+        activities += self.dreaming_activities.callables
         self.retention_activities = RetentionActivities(self.config)
-        activities += self.retention_activities.callables()
+        activities += self.retention_activities.callables
         workflows += [DreamingWorkflow, ScratchRetentionWorkflow]
         self.activity_callables: Sequence[Callable[..., object]] = tuple(activities)
         super().__init__(

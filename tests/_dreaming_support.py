@@ -172,7 +172,7 @@ async def dreaming_worker(
         client,
         task_queue=task_queue,
         workflows=[DreamingWorkflow, FakePlanner, FakeWorker],
-        activities=[*dreaming.callables(), tools.bash, tools.append, tools.model, *extra],
+        activities=[*dreaming.callables, tools.bash, tools.append, tools.model, *extra],
     ):
         yield client
 

@@ -108,7 +108,7 @@ class ModelActivities:
         self.conversations = ConversationStore(config.layout.local_state / "conversations")
 
     @property
-    def callables(self) -> tuple[object, ...]:
+    def callables(self) -> tuple[Callable[..., object], ...]:
         return (self.run_turn, self.settings)
 
     def worker_settings(self) -> WorkerSettings:

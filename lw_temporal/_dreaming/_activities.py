@@ -140,9 +140,10 @@ class DreamingActivities:
         self.agent = agent
         self.index_search_attributes = index_search_attributes
 
-    def callables(self) -> list[Callable[..., Any]]:
+    @property
+    def callables(self) -> tuple[Callable[..., object], ...]:
         """The activity callables to register on a worker."""
-        return [
+        return (
             self.find_runs,
             self.extract,
             self.consolidate,
@@ -150,7 +151,7 @@ class DreamingActivities:
             self.show,
             self.promote,
             self.release,
-        ]
+        )
 
     def _dream(self) -> _Dream:
         scope = self.config.activity_scope()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 from temporalio import activity
 
@@ -20,8 +19,9 @@ class RetentionActivities:
     def __init__(self, config: LwConfig) -> None:
         self.config = config
 
-    def callables(self) -> list[Callable[..., Any]]:
-        return [self.gc]
+    @property
+    def callables(self) -> tuple[Callable[..., object], ...]:
+        return (self.gc,)
 
     @activity.defn(name=RETENTION_GC)
     async def gc(self, policy: RetentionPolicy) -> GcReport:
