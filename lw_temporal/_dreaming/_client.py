@@ -109,19 +109,7 @@ async def list_dreams(
             ).result()
         except Exception:
             continue
-        states.append(
-            DreamState(
-                workflow_id=execution.id,
-                target=result.target,
-                status=result.status,
-                runs=result.runs,
-                agent=result.agent,
-                changes=result.changes,
-                changes_count=result.changes_count,
-                decision=result.decision,
-                promotion=result.promotion,
-            )
-        )
+        states.append(result.state(execution.id))
     return states
 
 

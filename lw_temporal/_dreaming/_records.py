@@ -143,10 +143,10 @@ class DreamStatus(StrEnum):
     UNREACHABLE = "unreachable"
 
 
-class DreamState(FrozenModel):
-    """A running dream as its state query answers it (``lw-temporal dream list|show``)."""
+class DreamResult(FrozenModel):
+    """A finished dream: how many runs it read, what it proposed, what the reviewer
+    decided and what was promoted."""
 
-    workflow_id: str
     target: str
     status: DreamStatus
     runs: int = 0
@@ -157,21 +157,20 @@ class DreamState(FrozenModel):
     changes_count: int = 0
     decision: Decision | None = None
     promotion: PromotionOutcome | None = None
+
+    def state(self, workflow_id: str, approval_deadline: datetime | None = None) -> DreamState:
+        """This outcome as a listing shows it (a finished dream, or a running one so far)."""
+        return DreamState(
+            workflow_id=workflow_id, approval_deadline=approval_deadline, **dict(self)
+        )
+
+
+class DreamState(DreamResult):
+    """A dream as its state query answers it (``lw-temporal dream list|show``): its
+    outcome so far, which workflow it is and until when it waits for a reviewer."""
+
+    workflow_id: str
     approval_deadline: datetime | None = None
-
-
-class DreamResult(FrozenModel):
-    """A finished dream: how many runs it read, what it proposed, what the reviewer
-    decided and what was promoted."""
-
-    target: str
-    status: DreamStatus
-    runs: int = 0
-    agent: bool = False
-    changes: tuple[FileChange, ...] = ()
-    changes_count: int = 0
-    decision: Decision | None = None
-    promotion: PromotionOutcome | None = None
 
 
 class ShowResult(FrozenModel):
