@@ -253,6 +253,28 @@ _WRITE_NOTE = (
     "content is scanned for secrets, and each store has a quota."
 )
 
+
+def _mutation_tool(
+    name: str,
+    activity: str,
+    request: type[Req],
+    description: str,
+    required: tuple[str, ...],
+    **properties: dict[str, Any],
+) -> Tool[Req, MutationResult]:
+    """A memory tool that changes a file: the same result, rendering, note and
+    compare-and-set argument for all of them."""
+    return _memory_tool(
+        name,
+        activity,
+        request,
+        MutationResult,
+        _render_mutation,
+        description + _WRITE_NOTE,
+        _schema(required, path=_PATH, **properties, if_sha256=_IF_SHA),
+    )
+
+
 TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         name="bash",
@@ -301,50 +323,31 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
         ),
         max_bytes=MEMORY_READ_BYTES,
     ),
-    _memory_tool(
+    _mutation_tool(
         "memory_write",
         WRITE,
         MemoryWriteRequest,
-        MutationResult,
-        _render_mutation,
-        "Create or overwrite a memory file with content; returns its new content_sha256."
-        + _WRITE_NOTE,
-        _schema(
-            ("path", "content"),
-            path=_PATH,
-            content=_prop("string", "The whole new content of the file."),
-            if_sha256=_IF_SHA,
-        ),
+        "Create or overwrite a memory file with content; returns its new content_sha256.",
+        ("path", "content"),
+        content=_prop("string", "The whole new content of the file."),
     ),
-    _memory_tool(
+    _mutation_tool(
         "memory_append",
         APPEND,
         MemoryAppendRequest,
-        MutationResult,
-        _render_mutation,
-        "Append text to the end of a memory file, creating it if needed." + _WRITE_NOTE,
-        _schema(
-            ("path", "content"),
-            path=_PATH,
-            content=_prop("string", "The text to add (include a trailing newline)."),
-            if_sha256=_IF_SHA,
-        ),
+        "Append text to the end of a memory file, creating it if needed.",
+        ("path", "content"),
+        content=_prop("string", "The text to add (include a trailing newline)."),
     ),
-    _memory_tool(
+    _mutation_tool(
         "memory_replace",
         REPLACE,
         MemoryReplaceRequest,
-        MutationResult,
-        _render_mutation,
         "Replace the one exact occurrence of old with new in a memory file (old must "
-        "occur exactly once; read the file first)." + _WRITE_NOTE,
-        _schema(
-            ("path", "old", "new"),
-            path=_PATH,
-            old=_prop("string", "The exact text to replace; must occur exactly once."),
-            new=_prop("string", "The replacement text."),
-            if_sha256=_IF_SHA,
-        ),
+        "occur exactly once; read the file first).",
+        ("path", "old", "new"),
+        old=_prop("string", "The exact text to replace; must occur exactly once."),
+        new=_prop("string", "The replacement text."),
     ),
     _memory_tool(
         "memory_list",
@@ -364,19 +367,13 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
         ),
         limit=MEMORY_LIST_LIMIT,
     ),
-    _memory_tool(
+    _mutation_tool(
         "memory_delete",
         DELETE,
         MemoryDeleteRequest,
-        MutationResult,
-        _render_mutation,
-        "Delete a memory file (or a folder with recursive=true)." + _WRITE_NOTE,
-        _schema(
-            ("path",),
-            path=_PATH,
-            recursive=_prop("boolean", "Delete a folder and everything in it."),
-            if_sha256=_IF_SHA,
-        ),
+        "Delete a memory file (or a folder with recursive=true).",
+        ("path",),
+        recursive=_prop("boolean", "Delete a folder and everything in it."),
     ),
     Tool(
         name="plan_workflow",

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 from datetime import datetime, timedelta
+from typing import TypeVar
 
+from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
@@ -48,6 +50,23 @@ from ._records import (
 )
 
 _ACTIVITY_RETRY = RetryPolicy(maximum_attempts=5, non_retryable_error_types=list(NON_RETRYABLE))
+_R = TypeVar("_R", bound=BaseModel)
+
+
+async def _call(
+    name: str, request: BaseModel, result_type: type[_R], minutes: int, *, reads_runs: bool = False
+) -> _R:
+    """One dreaming activity, with the retry policy they share; one that reads many runs
+    heartbeats, so a worker lost mid-batch is noticed in minutes, not at its timeout."""
+    result: _R = await workflow.execute_activity(
+        name,
+        request,
+        result_type=result_type,
+        start_to_close_timeout=timedelta(minutes=minutes),
+        heartbeat_timeout=timedelta(minutes=2) if reads_runs else None,
+        retry_policy=_ACTIVITY_RETRY,
+    )
+    return result
 
 
 def dream_task(target: str, runs: int) -> str:
@@ -94,7 +113,7 @@ class DreamingWorkflow(_Agent):
             )
         self._target = request.target
         options = request.options
-        found = await workflow.execute_activity(
+        found = await _call(
             DREAM_FIND_RUNS,
             FindRunsRequest(
                 max_runs=options.max_runs,
@@ -102,23 +121,21 @@ class DreamingWorkflow(_Agent):
                 statuses=options.statuses,
                 since=options.since,
             ),
-            result_type=FindRunsResult,
-            start_to_close_timeout=timedelta(minutes=10),
-            heartbeat_timeout=timedelta(minutes=2),
-            retry_policy=_ACTIVITY_RETRY,
+            FindRunsResult,
+            10,
+            reads_runs=True,
         )
         self._runs = found.runs
         if found.runs == 0:
             self._dream_status = DreamStatus.NOTHING_NEW
             return self._dream_result()
         for batch in range(found.batches):
-            await workflow.execute_activity(
+            await _call(
                 DREAM_EXTRACT,
                 ExtractRequest(batch=batch, batch_size=options.batch_size),
-                result_type=ExtractResult,
-                start_to_close_timeout=timedelta(minutes=30),
-                heartbeat_timeout=timedelta(minutes=2),
-                retry_policy=_ACTIVITY_RETRY,
+                ExtractResult,
+                30,
+                reads_runs=True,
             )
         self._agent = found.agent
         if found.agent:
@@ -126,20 +143,15 @@ class DreamingWorkflow(_Agent):
             await self._loop(AgentInput(task=dream_task(request.target, found.runs)))
         else:
             self._dream_status = DreamStatus.CONSOLIDATING
-            await workflow.execute_activity(
+            await _call(
                 DREAM_CONSOLIDATE,
                 ConsolidateRequest(batches=found.batches),
-                result_type=ConsolidateResult,
-                start_to_close_timeout=timedelta(minutes=30),
-                heartbeat_timeout=timedelta(minutes=2),
-                retry_policy=_ACTIVITY_RETRY,
+                ConsolidateResult,
+                30,
+                reads_runs=True,
             )
-        proposal = await workflow.execute_activity(
-            DREAM_PROPOSE,
-            ProposeRequest(batches=found.batches),
-            result_type=ProposeResult,
-            start_to_close_timeout=timedelta(minutes=5),
-            retry_policy=_ACTIVITY_RETRY,
+        proposal = await _call(
+            DREAM_PROPOSE, ProposeRequest(batches=found.batches), ProposeResult, 5
         )
         self._changes = proposal.changes
         self._changes_count = proposal.changes_count
@@ -185,29 +197,13 @@ class DreamingWorkflow(_Agent):
 
     @workflow.query(name=QUERY_STATE)
     def state(self) -> DreamState:
-        return DreamState(
-            workflow_id=workflow.info().workflow_id,
-            target=self._target,
-            status=self._dream_status,
-            runs=self._runs,
-            agent=self._agent,
-            changes=self._changes,
-            changes_count=self._changes_count,
-            decision=self._decision,
-            promotion=self._promotion,
-            approval_deadline=self._deadline,
-        )
+        return self._dream_result().state(workflow.info().workflow_id, self._deadline)
 
     @workflow.update(name=UPDATE_SHOW)
     async def show(self, max_bytes: int) -> ShowResult:
-        result: ShowResult = await workflow.execute_activity(
-            DREAM_SHOW,
-            ShowRequest(changes=self._changes, max_bytes=max_bytes),
-            result_type=ShowResult,
-            start_to_close_timeout=timedelta(minutes=2),
-            retry_policy=_ACTIVITY_RETRY,
+        return await _call(
+            DREAM_SHOW, ShowRequest(changes=self._changes, max_bytes=max_bytes), ShowResult, 2
         )
-        return result
 
     @show.validator
     def _validate_show(self, max_bytes: int) -> None:
@@ -223,12 +219,11 @@ class DreamingWorkflow(_Agent):
         self._promoting = True
         self._dream_status = DreamStatus.PROMOTING
         try:
-            outcome: PromotionOutcome = await workflow.execute_activity(
+            outcome = await _call(
                 DREAM_PROMOTE,
                 PromoteRequest(changes=self._changes, decision=decision),
-                result_type=PromotionOutcome,
-                start_to_close_timeout=timedelta(minutes=5),
-                retry_policy=_ACTIVITY_RETRY,
+                PromotionOutcome,
+                5,
             )
         finally:
             self._promoting = False

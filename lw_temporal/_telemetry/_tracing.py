@@ -140,27 +140,23 @@ class LabellingTracer(Tracer):
     def start_as_current_span(  # type: ignore[override]
         self,
         name: str,
-        context: Context | None = None,
-        kind: SpanKind = SpanKind.INTERNAL,
-        attributes: Attributes = None,
-        links: Sequence[Link] | None = None,
-        start_time: int | None = None,
+        *args: Any,
         record_exception: bool = True,
         set_status_on_exception: bool = True,
         end_on_exit: bool = True,
+        **kwargs: Any,
     ) -> Iterator[Span]:
-        with self._tracer.start_as_current_span(
-            name,
-            context,
-            kind,
-            _labelled(attributes),
-            links,
-            start_time,
-            record_exception,
-            set_status_on_exception,
-            end_on_exit,
-        ) as span:
-            yield span
+        """:meth:`start_span` (so the span is labelled) made current, as the SDK's own
+        tracer does it; ``context`` to ``start_time`` as :meth:`start_span` takes them."""
+        # The flags matter where the span is current: ``use_span`` applies them.
+        span = self.start_span(name, *args, **kwargs)
+        with opentelemetry.trace.use_span(
+            span,
+            end_on_exit=end_on_exit,
+            record_exception=record_exception,
+            set_status_on_exception=set_status_on_exception,
+        ) as current:
+            yield current
 
 
 def _labelled(attributes: Attributes) -> Attributes:
