@@ -28,12 +28,10 @@ from pydantic import BaseModel
 from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from lw_temporal import WorkflowDefinition
+from lw_temporal import BashRequest, BashResult, WorkflowDefinition
 from lw_temporal._config import LwConfig
-from lw_temporal._devserver import temporal_cli_path
 from lw_temporal._dreaming import (
     QUERY_STATE,
     DefaultConsolidator,
@@ -48,6 +46,8 @@ from lw_temporal._dreaming import (
     reject_dream,
 )
 from lw_temporal._ids import DataLayout, parse_workflow_id
+from lw_temporal.memory import MemoryAppendRequest
+from lw_temporal.testing import dev_environment
 
 TASK_QUEUE = "bench-dreaming"
 #: The recorded runs' stand-in workflows run unsandboxed on their own queue: recording
@@ -57,33 +57,17 @@ RUNS_QUEUE = "bench-dreaming-runs"
 NEW = 10
 
 
-class Bash(BaseModel):
-    command: str
-
-
-class BashResult(BaseModel):
-    exit_code: int
-    stdout: str = ""
-    stderr: str = ""
-    rejection: str | None = None
-
-
-class Append(BaseModel):
-    path: str
-    content: str
-
-
 class Script(BaseModel):
     seed: int
 
 
 @activity.defn(name="lw.bash")
-async def bash(request: Bash) -> BashResult:
-    return BashResult(exit_code=int(request.command.rsplit(" ", 1)[1]) % 3)
+async def bash(request: BashRequest) -> BashResult:
+    return BashResult(exit_code=int(request.command.rsplit(" ", 1)[1]) % 3, stdout="", stderr="")
 
 
 @activity.defn(name="lw.memory.append")
-async def append(request: Append) -> None:
+async def append(request: MemoryAppendRequest) -> None:
     return None
 
 
@@ -93,7 +77,7 @@ class BenchStep:
     async def run(self, script: Script) -> None:
         await workflow.execute_activity(
             "lw.bash",
-            Bash(command=f"pytest -k case{script.seed % 7} {script.seed}"),
+            BashRequest(command=f"pytest -k case{script.seed % 7} {script.seed}"),
             result_type=BashResult,
             start_to_close_timeout=timedelta(seconds=60),
         )
@@ -108,13 +92,13 @@ class BenchPlanner:
         for n in range(3):
             await workflow.execute_activity(
                 "lw.bash",
-                Bash(command=f"make check-{n} {script.seed + n}"),
+                BashRequest(command=f"make check-{n} {script.seed + n}"),
                 result_type=BashResult,
                 start_to_close_timeout=timedelta(seconds=60),
             )
         await workflow.execute_activity(
             "lw.memory.append",
-            Append(
+            MemoryAppendRequest(
                 path="/mnt/memory/workflow/lessons.md",
                 content=f"- lesson {script.seed % 11}: check inputs first\n",
             ),
@@ -187,10 +171,7 @@ def consolidate_only(layout: DataLayout, dream_id: str, target: str) -> float:
 
 
 async def main(sizes: Sequence[int], batch_size: int) -> None:
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_cli_path(), dev_server_log_level="error"
-    )
-    try:
+    async with dev_environment() as env:
         with tempfile.TemporaryDirectory() as tmp:
             layout = DataLayout.at(Path(tmp))
             definitions = {n: f"bench-{n}" for n in sizes}
@@ -231,8 +212,6 @@ async def main(sizes: Sequence[int], batch_size: int) -> None:
                     _, elapsed, runs = await dream(client, definition, batch_size)
                     assert runs == NEW, f"the next dream of {definition} read {runs} runs"
                     incremental.append(elapsed)
-    finally:
-        await env.shutdown()
 
     base_n, base_t, base_c, _ = rows[0]
     print()

@@ -29,8 +29,6 @@ from pathlib import Path
 
 from temporalio import activity, workflow
 from temporalio.client import Client
-from temporalio.common import SearchAttributeKey
-from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lw_temporal import (
@@ -42,10 +40,9 @@ from lw_temporal import (
     WorkflowDefinition,
     tool,
 )
-from lw_temporal._devserver import temporal_cli_path
-from lw_temporal._ids import SEARCH_ATTRIBUTE_DEFINITION, SEARCH_ATTRIBUTE_ROLE
 from lw_temporal._workflows import AgentInput, AgentResult
 from lw_temporal.options import DeploymentOptions, ModelCallOptions
+from lw_temporal.testing import dev_environment, plugin_client
 
 COMMAND = "echo step done"
 
@@ -173,30 +170,16 @@ async def _lw(client: Client, task_queue: str) -> Sample:
     return time.perf_counter() - started, _cpu() - cpu
 
 
-def _client(env: WorkflowEnvironment, plugin: LittleWorkflowPlugin) -> Client:
-    config = env.client.config()
-    config["plugins"] = [plugin]
-    return Client(**config)
-
-
 async def main(rounds: int, width: int, sandbox: str) -> None:
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_cli_path(),
-        dev_server_log_level="error",
-        search_attributes=[
-            SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_ROLE),
-            SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_DEFINITION),
-        ],
-    )
-    leaves = width * width
-    times: dict[str, list[Sample]] = {"bare": [], "lw": [], "lw-local-model": []}
-    try:
+    async with dev_environment() as env:
+        leaves = width * width
+        times: dict[str, list[Sample]] = {"bare": [], "lw": [], "lw-local-model": []}
         with tempfile.TemporaryDirectory() as data_dir:
             # Two configurations of the same plugin, each on its own task queue: the
             # model called as a regular activity (the default) and as a local activity.
             clients = {
-                name: _client(
-                    env,
+                name: plugin_client(
+                    env.client,
                     LittleWorkflowPlugin(
                         data_dir,
                         _definitions(width),
@@ -226,8 +209,6 @@ async def main(rounds: int, width: int, sandbox: str) -> None:
                     times["bare"].append(await _bare(bare_client, "bare", width))
                     for name, client in clients.items():
                         times[name].append(await _lw(client, name))
-    finally:
-        await env.shutdown()
     wall = {name: leaves / statistics.median(t for t, _ in v) for name, v in times.items()}
     cpu = {name: leaves / statistics.median(c for _, c in v) for name, v in times.items()}
     print(f"shape: 1 x {width} x {width} = {leaves} leaf steps; lw.bash sandbox: {sandbox}")

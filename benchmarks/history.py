@@ -38,9 +38,9 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from lw_temporal import AgentId, LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._agent import Model, ModelRequest, ModelResponse, ToolCall
-from lw_temporal._devserver import temporal_cli_path
 from lw_temporal._workflows import AgentInput, AgentResult
 from lw_temporal.models._anthropic import AnthropicModel
+from lw_temporal.testing import dev_environment
 
 MARKS = (10, 100, 200)
 SLACK = 2048
@@ -230,16 +230,11 @@ async def main() -> int:
     parser.add_argument("--output", type=int, default=2560, help="bytes printed per turn")
     args = parser.parse_args()
     marks = [m for m in MARKS if m <= args.turns] or [args.turns]
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_cli_path(), dev_server_log_level="error"
-    )
-    try:
+    async with dev_environment() as env:
         rows = [
             await run_lw(env, args.turns, args.output),
             await run_resend(env, args.turns, args.output),
         ]
-    finally:
-        await env.shutdown()
     print(f"{args.turns} turns, each printing {args.output} bytes")
     print("history bytes added by turn " + ", ".join(map(str, marks)) + "; tokens sent (bytes/4)")
     for row in rows:

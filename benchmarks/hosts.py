@@ -31,8 +31,8 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, ScriptedModel
-from lw_temporal._devserver import temporal_cli_path
 from lw_temporal._workflows import AgentInput, AgentResult
+from lw_temporal.testing import dev_environment
 from workflows.pipeline import DEFINITIONS, SCRIPTS
 
 EXPECTED = "candidate Dana Reyes reviewed and scored 8/10"
@@ -128,19 +128,14 @@ async def main() -> None:
     parser.add_argument("--pipelines", type=int, default=6)
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_cli_path(), dev_server_log_level="error"
-    )
-    rates: dict[tuple[int, str], list[float]] = {}
-    try:
+    async with dev_environment() as env:
+        rates: dict[tuple[int, str], list[float]] = {}
         with tempfile.TemporaryDirectory(prefix="lw-bench-hosts-") as tmp:
             for _ in range(args.rounds):
                 for workers in (1, 2, 3):
                     for config in CONFIGS:
                         rate = await _measure(env, Path(tmp), workers, config, args.pipelines)
                         rates.setdefault((workers, config), []).append(rate)
-    finally:
-        await env.shutdown()
     cores = os.cpu_count()
     usable = len(os.sched_getaffinity(0))
     print(f"machine: {cores} cores ({usable} usable); {args.pipelines} pipelines at once")

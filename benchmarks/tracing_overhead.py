@@ -24,14 +24,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.client import Client
 from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
-from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lw_temporal import LittleWorkflowPlugin
 from lw_temporal._demo import _seed_org_memory
-from lw_temporal._devserver import temporal_cli_path
 from lw_temporal._ids import DataLayout
 from lw_temporal._workflows import AgentInput, AgentResult
+from lw_temporal.testing import dev_environment
 from workflows.pipeline import DEFINITIONS, sample_model
 
 
@@ -48,18 +47,15 @@ async def _pipeline(client: Client, task_queue: str) -> float:
 
 
 async def main(rounds: int) -> None:
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_cli_path(), dev_server_log_level="error"
-    )
-    target = env.client.service_client.config.target_host
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    buffer = MetricBuffer(100_000)
-    metered = Runtime(telemetry=TelemetryConfig(metrics=buffer))
-    times: dict[str, list[float]] = {"traced": [], "plain": []}
-    spans = 0
-    try:
+    async with dev_environment() as env:
+        target = env.client.service_client.config.target_host
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        buffer = MetricBuffer(100_000)
+        metered = Runtime(telemetry=TelemetryConfig(metrics=buffer))
+        times: dict[str, list[float]] = {"traced": [], "plain": []}
+        spans = 0
         with tempfile.TemporaryDirectory() as tmp:
             clients: dict[str, Client] = {}
             setups: tuple[tuple[str, TracerProvider | bool, Runtime | None], ...] = (
@@ -87,8 +83,6 @@ async def main(rounds: int) -> None:
                     spans += len(exporter.get_finished_spans())
                     exporter.clear()
                     buffer.retrieve_updates()
-    finally:
-        await env.shutdown()
     traced, plain = (statistics.median(times[n]) for n in ("traced", "plain"))
     print(f"sample pipeline, {rounds} rounds, {spans // rounds} spans per traced pipeline")
     print(f"  plain : median {plain * 1000:7.1f} ms")

@@ -24,7 +24,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from lw_temporal import WorkflowDefinition
+from lw_temporal import BashRequest, BashResult, WorkflowDefinition
 from lw_temporal._config import LwConfig
 from lw_temporal._dreaming import (
     QUERY_STATE,
@@ -37,6 +37,7 @@ from lw_temporal._dreaming import (
     DreamStatus,
     RunRecord,
 )
+from lw_temporal.memory import MemoryAppendRequest
 
 from .conftest import pydantic_client
 
@@ -44,22 +45,6 @@ from .conftest import pydantic_client
 def unique_definition(prefix: str) -> str:
     """Tests share one server: a definition id of its own keeps a test's runs apart."""
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-class Bash(BaseModel):
-    command: str
-
-
-class BashResult(BaseModel):
-    exit_code: int
-    stdout: str = ""
-    stderr: str = ""
-    rejection: str | None = None
-
-
-class Append(BaseModel):
-    path: str
-    content: str
 
 
 class Step(BaseModel):
@@ -84,16 +69,18 @@ class FakeTools:
         self.data_dir = data_dir
 
     @activity.defn(name="lw.bash")
-    async def bash(self, request: Bash) -> BashResult:
+    async def bash(self, request: BashRequest) -> BashResult:
         words = request.command.split()
         if words[:1] == ["exit"]:
-            return BashResult(exit_code=int(words[1]))
+            return BashResult(exit_code=int(words[1]), stdout="", stderr="")
         if words[:1] == ["refuse"]:
-            return BashResult(exit_code=126, rejection="path is outside the allowed roots")
-        return BashResult(exit_code=0, stdout="ok")
+            return BashResult(
+                exit_code=126, stdout="", stderr="", rejection="path is outside the allowed roots"
+            )
+        return BashResult(exit_code=0, stdout="ok", stderr="")
 
     @activity.defn(name="lw.memory.append")
-    async def append(self, request: Append) -> None:
+    async def append(self, request: MemoryAppendRequest) -> None:
         info = activity.info()
         assert info.workflow_id is not None
         definition = info.workflow_id.split("run_", 1)[1].split("@", 1)[0]
@@ -118,7 +105,7 @@ class FakeWorker:
         for command in step.commands:
             await workflow.execute_activity(
                 "lw.bash",
-                Bash(command=command),
+                BashRequest(command=command),
                 result_type=BashResult,
                 start_to_close_timeout=timedelta(seconds=60),
             )
@@ -131,14 +118,16 @@ class FakePlanner:
         for command in script.commands:
             await workflow.execute_activity(
                 "lw.bash",
-                Bash(command=command),
+                BashRequest(command=command),
                 result_type=BashResult,
                 start_to_close_timeout=timedelta(seconds=60),
             )
         for lesson in script.lessons:
             await workflow.execute_activity(
                 "lw.memory.append",
-                Append(path="/mnt/memory/workflow/lessons.md", content=f"- {lesson}\n"),
+                MemoryAppendRequest(
+                    path="/mnt/memory/workflow/lessons.md", content=f"- {lesson}\n"
+                ),
                 start_to_close_timeout=timedelta(seconds=60),
             )
         for n, step in enumerate(script.steps):
