@@ -117,6 +117,15 @@ def make_host(name: str, memory_root: Path, runs_root: Path, task_queue: str) ->
     return Host(name, plugin, host_queue(task_queue, name))
 
 
+def two_hosts(tmp_path: Path, task_queue: str) -> tuple[Host, Host]:
+    """Hosts ``a`` and ``b``: one shared memory root, a runs root each."""
+    memory = tmp_path / "memory"
+    return (
+        make_host("a", memory, tmp_path / "runs-a", task_queue),
+        make_host("b", memory, tmp_path / "runs-b", task_queue),
+    )
+
+
 @asynccontextmanager
 async def workflow_worker(client: Client, task_queue: str, host: Host) -> AsyncIterator[None]:
     """The stand-in planner and the real step workflow on the shared queue (the

@@ -8,10 +8,14 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
@@ -82,3 +86,23 @@ def data_dir(tmp_path: Path) -> Path:
     path = tmp_path / "data"
     path.mkdir()
     return path
+
+
+@dataclass(frozen=True)
+class Traces:
+    """A tracer provider of its own that keeps every finished span in memory, for
+    ``LittleWorkflowPlugin(tracing=traces.provider)``."""
+
+    exporter: InMemorySpanExporter = field(default_factory=InMemorySpanExporter)
+    provider: TracerProvider = field(default_factory=TracerProvider)
+
+    def __post_init__(self) -> None:
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+
+    def finished(self) -> tuple[ReadableSpan, ...]:
+        return self.exporter.get_finished_spans()
+
+
+@pytest.fixture
+def traces() -> Traces:
+    return Traces()

@@ -14,9 +14,9 @@ from ._hosts_support import (
     GO_SIGNAL,
     Forcing,
     host_workers,
-    make_host,
     planner_id,
     step_id,
+    two_hosts,
     workflow_worker,
 )
 from .conftest import pydantic_client
@@ -25,9 +25,7 @@ from .conftest import pydantic_client
 async def test_a_lost_host_fails_the_sub_run_naming_host_and_run(
     dev_env: WorkflowEnvironment, tmp_path: Path, task_queue: str
 ) -> None:
-    memory = tmp_path / "memory"
-    a = make_host("a", memory, tmp_path / "runs-a", task_queue)
-    b = make_host("b", memory, tmp_path / "runs-b", task_queue)
+    a, b = two_hosts(tmp_path, task_queue)
     client = pydantic_client(dev_env)
     async with workflow_worker(client, task_queue, a):
         async with host_workers(client, b):

@@ -10,15 +10,14 @@ from pathlib import Path
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import DataLayout
 from lw_temporal._ids import parse_workflow_id
 
 from ._hosts_support import (
     Forcing,
     host_workers,
-    make_host,
     planner_id,
     step_id,
+    two_hosts,
     workflow_worker,
 )
 from .conftest import pydantic_client
@@ -27,9 +26,7 @@ from .conftest import pydantic_client
 async def test_a_step_on_the_wrong_host_fails_with_the_topology_message(
     dev_env: WorkflowEnvironment, tmp_path: Path, task_queue: str
 ) -> None:
-    memory = tmp_path / "memory"
-    a = make_host("a", memory, tmp_path / "runs-a", task_queue)
-    b = make_host("b", memory, tmp_path / "runs-b", task_queue)
+    a, b = two_hosts(tmp_path, task_queue)
     client = pydantic_client(dev_env)
     async with workflow_worker(client, task_queue, a), host_workers(client, a, b):
         outcome = await client.execute_workflow(
@@ -45,8 +42,8 @@ async def test_a_step_on_the_wrong_host_fails_with_the_topology_message(
     assert "shared volume" in outcome and "pinned runs" in outcome and "--host" in outcome
 
     # The planner's scratch and marker are on host a; host b ran nothing of the run.
-    layout_a = DataLayout.split(memory, tmp_path / "runs-a")
-    layout_b = DataLayout.split(memory, tmp_path / "runs-b")
+    layout_a = a.plugin.config.layout
+    layout_b = b.plugin.config.layout
     planner = layout_a.runs / planner_id(task_queue)
     assert (planner / "scratch/plan.md").read_text() == "the plan\n"
     marker = layout_a.run_marker(parse_workflow_id(planner_id(task_queue)))

@@ -6,9 +6,6 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.client import Client
 from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
 from temporalio.testing import WorkflowEnvironment
@@ -25,6 +22,8 @@ from lw_temporal import (
 )
 from lw_temporal._agent._protocol import Usage
 from lw_temporal._workflows import AgentInput, AgentResult
+
+from .conftest import Traces
 
 DEFINITION = WorkflowDefinition(id="counted")
 
@@ -52,14 +51,13 @@ class MeteredModel:
 
 
 async def test_model_turn_spans_and_token_metrics(
-    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str, traces: Traces
 ) -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
     buffer = MetricBuffer(10_000)
     runtime = Runtime(telemetry=TelemetryConfig(metrics=buffer))
-    plugin = LittleWorkflowPlugin(data_dir, [DEFINITION], model=MeteredModel(), tracing=provider)
+    plugin = LittleWorkflowPlugin(
+        data_dir, [DEFINITION], model=MeteredModel(), tracing=traces.provider
+    )
     client = await Client.connect(
         dev_env.client.service_client.config.target_host, plugins=[plugin], runtime=runtime
     )
@@ -73,9 +71,7 @@ async def test_model_turn_spans_and_token_metrics(
         )
     assert result.summary == "counted"
 
-    turns = [
-        dict(s.attributes or {}) for s in exporter.get_finished_spans() if s.name == "lw.model"
-    ]
+    turns = [dict(s.attributes or {}) for s in traces.finished() if s.name == "lw.model"]
     assert [t["lw.model.turn"] for t in turns] == [1, 2]
     for number, turn in enumerate(turns):
         assert turn["gen_ai.request.model"] == "claude-test-1"

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import MemoryQuota, Role, ScriptedModel, WorkflowDefinition, tool
@@ -17,6 +14,7 @@ from lw_temporal._workflows import AgentInput, AgentResult
 from lw_temporal.options import BashOptions
 
 from ._hierarchy_support import lw_worker
+from .conftest import Traces
 
 SECRET = "ghp_" + "Z" * 36
 DEFINITION = WorkflowDefinition(id="guarded", quota=MemoryQuota(max_file_bytes=64))
@@ -38,18 +36,15 @@ MODEL = ScriptedModel(
 
 
 async def test_refusals_are_labelled_and_commands_traced_only_when_asked(
-    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str, traces: Traces
 ) -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
     async with lw_worker(
         dev_env,
         data_dir,
         task_queue,
         [DEFINITION],
         MODEL,
-        tracing=provider,
+        tracing=traces.provider,
         bash=BashOptions(trace_commands=True),
     ) as client:
         await client.execute_workflow(
@@ -59,7 +54,7 @@ async def test_refusals_are_labelled_and_commands_traced_only_when_asked(
             task_queue=task_queue,
             result_type=AgentResult,
         )
-    spans = exporter.get_finished_spans()
+    spans = traces.finished()
     bash = [dict(s.attributes or {}) for s in spans if s.name == "lw.bash"]
     rejected, ran, leaked = bash
     assert leaked["lw.bash.memory_refused"] == 1

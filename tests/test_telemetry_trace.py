@@ -7,14 +7,13 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal._ids import parse_workflow_id
 
 from ._telemetry_support import run_sample_pipeline
+from .conftest import Traces
 
 
 def _attribute_text(span: ReadableSpan) -> list[tuple[str, str]]:
@@ -28,13 +27,10 @@ def _attribute_text(span: ReadableSpan) -> list[tuple[str, str]]:
 
 
 async def test_a_traced_pipeline_is_one_trace_of_every_agent_turn_and_command(
-    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str, traces: Traces
 ) -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    run = await run_sample_pipeline(dev_env, data_dir, task_queue, tracing=provider)
-    spans = [s for s in exporter.get_finished_spans() if s.context is not None]
+    run = await run_sample_pipeline(dev_env, data_dir, task_queue, tracing=traces.provider)
+    spans = [s for s in traces.finished() if s.context is not None]
 
     # One trace, rooted at the client's start of the orchestrator.
     assert {s.context.trace_id for s in spans if s.context} == {
