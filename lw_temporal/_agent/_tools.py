@@ -223,7 +223,7 @@ def _bash_timeout(request: BashRequest) -> timedelta:
     return timedelta(seconds=(request.timeout_seconds or BASH_DEFAULT_TIMEOUT) + 60)
 
 
-def _memory_tool(
+def _activity_tool(
     name: str,
     activity: str,
     request: type[Req],
@@ -231,8 +231,12 @@ def _memory_tool(
     render: Callable[[Res], Rendered],
     description: str,
     parameters: dict[str, Any],
+    *,
+    timeout: Callable[[Req], timedelta] = lambda _: _MEMORY_TIMEOUT,
+    heartbeat: timedelta | None = None,
     **defaults: Any,
 ) -> Tool[Req, Res]:
+    """A tool every agent has that one activity runs (bash and the memory tools)."""
     return Tool(
         name=name,
         description=description,
@@ -244,7 +248,8 @@ def _memory_tool(
         activity=activity,
         render=render,
         defaults=defaults,
-        timeout=lambda _: _MEMORY_TIMEOUT,
+        timeout=timeout,
+        heartbeat=heartbeat,
     )
 
 
@@ -264,7 +269,7 @@ def _mutation_tool(
 ) -> Tool[Req, MutationResult]:
     """A memory tool that changes a file: the same result, rendering, note and
     compare-and-set argument for all of them."""
-    return _memory_tool(
+    return _activity_tool(
         name,
         activity,
         request,
@@ -276,9 +281,13 @@ def _mutation_tool(
 
 
 TOOLS: tuple[Tool[Any, Any], ...] = (
-    Tool(
-        name="bash",
-        description=(
+    _activity_tool(
+        "bash",
+        BASH_ACTIVITY,
+        BashRequest,
+        BashResult,
+        _render_bash,
+        (
             "Run one bash command in your sandbox and get its exit code, stdout and stderr. "
             "Only the /mnt folders of your mount description exist (no network, a fresh "
             "/tmp); the working directory is /mnt/scratch/own. A path outside your mounts, "
@@ -288,23 +297,17 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
             "output is saved whole in a file the result names, which you read in parts "
             "with sed -n, head -c, tail -c or grep."
         ),
-        parameters=_schema(
+        _schema(
             ("command",),
             command=_prop("string", "The bash command line; pipes, heredocs and && work."),
             timeout_seconds=_prop(
                 "number", "Kill the command after this many seconds (default 600).", minimum=1
             ),
         ),
-        roles=_AGENTS,
-        kind=ToolKind.ACTIVITY,
-        request=BashRequest,
-        result=BashResult,
-        activity=BASH_ACTIVITY,
-        render=_render_bash,
         timeout=_bash_timeout,
         heartbeat=timedelta(seconds=30),
     ),
-    _memory_tool(
+    _activity_tool(
         "memory_read",
         READ,
         MemoryReadRequest,
@@ -349,7 +352,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
         old=_prop("string", "The exact text to replace; must occur exactly once."),
         new=_prop("string", "The replacement text."),
     ),
-    _memory_tool(
+    _activity_tool(
         "memory_list",
         LIST,
         MemoryListRequest,
