@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from datetime import datetime, timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from temporalio import workflow
@@ -37,7 +37,6 @@ from ._records import (
     DreamStatus,
     ExtractRequest,
     ExtractResult,
-    FileChange,
     FindRunsRequest,
     FindRunsResult,
     PromoteRequest,
@@ -85,14 +84,8 @@ class DreamingWorkflow(_Agent):
 
     def __init__(self) -> None:
         super().__init__()
-        self._target = ""
-        self._dream_status = DreamStatus.COLLECTING
-        self._runs = 0
-        self._agent = False
-        self._changes: tuple[FileChange, ...] = ()
-        self._changes_count = 0
-        self._decision: Decision | None = None
-        self._promotion: PromotionOutcome | None = None
+        #: The outcome so far: what the state query answers and the run returns.
+        self._outcome = DreamResult(target="", status=DreamStatus.COLLECTING)
         self._deadline: datetime | None = None
         self._promoting = False
         self._closed = False
@@ -111,7 +104,7 @@ class DreamingWorkflow(_Agent):
                 f"input names {request.target!r}; start it as "
                 f"dream_{request.target}@<token>",
             )
-        self._target = request.target
+        self._set(target=request.target)
         options = request.options
         found = await _call(
             DREAM_FIND_RUNS,
@@ -125,10 +118,10 @@ class DreamingWorkflow(_Agent):
             10,
             reads_runs=True,
         )
-        self._runs = found.runs
+        self._set(runs=found.runs)
         if found.runs == 0:
-            self._dream_status = DreamStatus.NOTHING_NEW
-            return self._dream_result()
+            self._set(status=DreamStatus.NOTHING_NEW)
+            return self._outcome
         for batch in range(found.batches):
             await _call(
                 DREAM_EXTRACT,
@@ -137,12 +130,12 @@ class DreamingWorkflow(_Agent):
                 30,
                 reads_runs=True,
             )
-        self._agent = found.agent
+        self._set(agent=found.agent)
         if found.agent:
-            self._dream_status = DreamStatus.DREAMING
+            self._set(status=DreamStatus.DREAMING)
             await self._loop(AgentInput(task=dream_task(request.target, found.runs)))
         else:
-            self._dream_status = DreamStatus.CONSOLIDATING
+            self._set(status=DreamStatus.CONSOLIDATING)
             await _call(
                 DREAM_CONSOLIDATE,
                 ConsolidateRequest(batches=found.batches),
@@ -153,13 +146,12 @@ class DreamingWorkflow(_Agent):
         proposal = await _call(
             DREAM_PROPOSE, ProposeRequest(batches=found.batches), ProposeResult, 5
         )
-        self._changes = proposal.changes
-        self._changes_count = proposal.changes_count
+        self._set(changes=proposal.changes, changes_count=proposal.changes_count)
         if not proposal.changes:
-            self._dream_status = DreamStatus.NOTHING_NEW
-            return self._dream_result()
+            self._set(status=DreamStatus.NOTHING_NEW)
+            return self._outcome
 
-        self._dream_status = DreamStatus.AWAITING_APPROVAL
+        self._set(status=DreamStatus.AWAITING_APPROVAL)
         self._deadline = workflow.now() + options.approval_timeout
         with contextlib.suppress(TimeoutError):
             await workflow.wait_condition(
@@ -171,7 +163,7 @@ class DreamingWorkflow(_Agent):
         await workflow.wait_condition(lambda: not self._promoting)
         if not self._closed:
             self._closed = True
-            self._dream_status = DreamStatus.TIMED_OUT
+            self._set(status=DreamStatus.TIMED_OUT)
             # Unreviewed runs go back to the target's next dream.
             await workflow.execute_activity(
                 DREAM_RELEASE,
@@ -181,58 +173,51 @@ class DreamingWorkflow(_Agent):
             )
         # Let the deciding update hand its outcome to the reviewer before closing.
         await workflow.wait_condition(workflow.all_handlers_finished)
-        return self._dream_result()
+        return self._outcome
 
-    def _dream_result(self) -> DreamResult:
-        return DreamResult(
-            target=self._target,
-            status=self._dream_status,
-            runs=self._runs,
-            agent=self._agent,
-            changes=self._changes,
-            changes_count=self._changes_count,
-            decision=self._decision,
-            promotion=self._promotion,
-        )
+    def _set(self, **changes: Any) -> None:
+        """Moves the outcome on (it is frozen: the state query may read it between steps)."""
+        self._outcome = self._outcome.model_copy(update=changes)
 
     @workflow.query(name=QUERY_STATE)
     def state(self) -> DreamState:
-        return self._dream_result().state(workflow.info().workflow_id, self._deadline)
+        return self._outcome.state(workflow.info().workflow_id, self._deadline)
 
     @workflow.update(name=UPDATE_SHOW)
     async def show(self, max_bytes: int) -> ShowResult:
         return await _call(
-            DREAM_SHOW, ShowRequest(changes=self._changes, max_bytes=max_bytes), ShowResult, 2
+            DREAM_SHOW,
+            ShowRequest(changes=self._outcome.changes, max_bytes=max_bytes),
+            ShowResult,
+            2,
         )
 
     @show.validator
     def _validate_show(self, max_bytes: int) -> None:
-        if not self._changes:
+        if not self._outcome.changes:
             raise lw_error(
                 INVALID_REQUEST,
-                f"dream {workflow.info().workflow_id!r} is {self._dream_status.value}: it has "
+                f"dream {workflow.info().workflow_id!r} is {self._outcome.status.value}: it has "
                 "no proposal to show yet",
             )
 
     @workflow.update(name=UPDATE_APPROVE)
     async def approve(self, decision: Decision) -> PromotionOutcome:
         self._promoting = True
-        self._dream_status = DreamStatus.PROMOTING
+        self._set(status=DreamStatus.PROMOTING)
         try:
             outcome = await _call(
                 DREAM_PROMOTE,
-                PromoteRequest(changes=self._changes, decision=decision),
+                PromoteRequest(changes=self._outcome.changes, decision=decision),
                 PromotionOutcome,
                 5,
             )
         finally:
             self._promoting = False
-            self._dream_status = DreamStatus.AWAITING_APPROVAL
+            self._set(status=DreamStatus.AWAITING_APPROVAL)
         if outcome.conflicts and not outcome.promoted:
             return outcome  # nothing changed: the proposal waits for another decision
-        self._decision = decision
-        self._promotion = outcome
-        self._dream_status = DreamStatus.APPROVED
+        self._set(decision=decision, promotion=outcome, status=DreamStatus.APPROVED)
         self._closed = True
         return outcome
 
@@ -242,8 +227,7 @@ class DreamingWorkflow(_Agent):
 
     @workflow.update(name=UPDATE_REJECT)
     async def reject(self, decision: Decision) -> DreamStatus:
-        self._decision = decision
-        self._dream_status = DreamStatus.REJECTED
+        self._set(decision=decision, status=DreamStatus.REJECTED)
         self._closed = True
         return DreamStatus.REJECTED
 
@@ -252,9 +236,9 @@ class DreamingWorkflow(_Agent):
         self._check_pending("reject")
 
     def _check_pending(self, verb: str) -> None:
-        if self._dream_status is not DreamStatus.AWAITING_APPROVAL or self._closed:
+        if self._outcome.status is not DreamStatus.AWAITING_APPROVAL or self._closed:
             raise lw_error(
                 INVALID_REQUEST,
                 f"cannot {verb} dream {workflow.info().workflow_id!r}: it is "
-                f"{self._dream_status.value}, not awaiting approval",
+                f"{self._outcome.status.value}, not awaiting approval",
             )
