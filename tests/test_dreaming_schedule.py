@@ -7,7 +7,6 @@ decided independently, and ``reject`` leaves the target untouched."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -32,30 +31,11 @@ from lw_temporal._dreaming import (
 from lw_temporal._ids import DataLayout
 from workflows.pipeline import DEFINITIONS, sample_model
 
+from ._cli_support import cli
 from ._dreaming_support import wait_for_status
 from .conftest import plugin_client
 
 TARGET = "candidate-review"
-
-
-async def cli(env: WorkflowEnvironment, *args: str) -> tuple[int, str, str]:
-    """Run ``lw-temporal`` in a subprocess against ``env``'s server."""
-    address = env.client.service_client.config.target_host
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "lw_temporal._cli",
-        *args,
-        "--address",
-        address,
-        "--namespace",
-        env.client.namespace,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 300)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
 
 
 async def next_dream(client: Client, schedule_id: str, seen: set[str]) -> str:

@@ -4,10 +4,8 @@ never a running run's (nor one inside a running pipeline); the default keeps all
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -23,6 +21,7 @@ from temporalio.worker import Worker
 from lw_temporal._ids import DataLayout, parse_workflow_id
 from lw_temporal._retention import RetentionPolicy, collect_garbage
 
+from ._cli_support import cli
 from .conftest import pydantic_client
 
 
@@ -151,24 +150,10 @@ async def test_cli_gc_dry_run_shows_what_it_would_remove(
     old = (datetime.now(UTC) - timedelta(days=3)).timestamp()
     for path in [runs.scratch(runs.ghost), *runs.scratch(runs.ghost).rglob("*")]:
         os.utime(path, (old, old))
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "lw_temporal._cli",
-        "gc",
-        "--data-dir",
-        str(runs.layout.root),
-        "--retain",
-        "2d",
-        "--dry-run",
-        "--address",
-        dev_env.client.service_client.config.target_host,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+    code, text, err = await cli(
+        dev_env, "gc", "--data-dir", str(runs.layout.root), "--retain", "2d", "--dry-run"
     )
-    out, err = await asyncio.wait_for(process.communicate(), 300)
-    assert process.returncode == 0, err.decode()
-    text = out.decode()
+    assert code == 0, err
     ghost_path = runs.scratch(runs.ghost).relative_to(runs.layout.root).as_posix()
     assert f"would remove {ghost_path} (2 files" in text
     assert runs.done not in text, "closed just now: younger than 2d"

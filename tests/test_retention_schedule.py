@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,6 +22,7 @@ from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._ids import DataLayout, parse_workflow_id
 from lw_temporal._retention import GcReport, schedule_retention
 
+from ._cli_support import cli
 from .conftest import plugin_client
 
 
@@ -90,10 +90,8 @@ async def test_scheduled_retention_removes_old_scratch_and_keeps_running_runs(
 async def test_cli_gc_schedule_every_creates_the_retention_schedule(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
 ) -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "lw_temporal._cli",
+    code, out, err = await cli(
+        dev_env,
         "gc",
         "--data-dir",
         str(data_dir),
@@ -103,14 +101,9 @@ async def test_cli_gc_schedule_every_creates_the_retention_schedule(
         "1d",
         "--task-queue",
         task_queue,
-        "--address",
-        dev_env.client.service_client.config.target_host,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(process.communicate(), 300)
-    assert process.returncode == 0, err.decode()
-    assert "schedule lw-scratch-retention: scratch retention 30 days" in out.decode()
+    assert code == 0, err
+    assert "schedule lw-scratch-retention: scratch retention 30 days" in out
     handle = dev_env.client.get_schedule_handle("lw-scratch-retention")
     try:
         description = await handle.describe()
