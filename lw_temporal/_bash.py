@@ -116,6 +116,11 @@ class BashResult(FrozenModel):
     memory_refused: tuple[str, ...] = ()
     memory_refused_count: int = 0
     sandbox: str = ""
+    #: What the sandbox did about a limit the command reached, else None: stopped it
+    #: at its scratch or ``TMPDIR`` quota (its memory changes are not kept), a process
+    #: killed at the memory limit of all its processes, what it wrote past its scratch
+    #: quota removed. Also the last line of ``stderr``.
+    stopped: str | None = None
 
 
 def apply_staged(scope: Scope, store: StoreRef, changes: Sequence[StoreChange]) -> CommitOutcome:
@@ -305,6 +310,8 @@ class BashActivities:
             refused: list[str] = []
             if staged and outcome.timed_out:
                 refused.append("memory changes discarded: the command timed out")
+            elif staged and outcome.quota_stopped:
+                refused.append("memory changes discarded: the command was stopped at a quota")
             elif any(_changed(folder) for _, folder in staged):
                 beat = None if heartbeat is None else lambda: heartbeat(stdout.total, stderr.total)
                 changes, refused = await _beating(beat, self._commit, scope, staged)
@@ -319,7 +326,8 @@ class BashActivities:
             exit_code=TIMEOUT_EXIT_CODE if outcome.timed_out else outcome.exit_code,
             stdout=text_out,
             stderr=head_text
-            + (f"lw.bash: command timed out after {timeout:g}s\n" if outcome.timed_out else ""),
+            + (f"lw.bash: command timed out after {timeout:g}s\n" if outcome.timed_out else "")
+            + (f"lw.bash: {outcome.stopped}\n" if outcome.stopped else ""),
             stdout_truncated=stdout.truncated,
             stderr_truncated=stderr.truncated,
             stdout_bytes=stdout.total,
@@ -333,6 +341,7 @@ class BashActivities:
             memory_refused=tuple(refused[:MAX_LISTED_CHANGES]),
             memory_refused_count=len(refused),
             sandbox=backend.guarantees,
+            stopped=outcome.stopped,
         )
 
     def _spec(

@@ -16,6 +16,7 @@ import os
 import shutil
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import _pathview
 from ._identity import SandboxUser
@@ -49,6 +50,9 @@ class Launch:
     #: Who the runner starts the launcher as (None: the worker itself, e.g. a launcher
     #: that switches the command's identity on its own).
     user: SandboxUser | None = None
+    #: Host folders the command may fill that no sized file system bounds (e.g.
+    #: Landlock's ``TMPDIR``): held to ``Limits.tmp_size`` by the runner's quota watch.
+    watched: tuple[Path, ...] = ()
 
 
 #: Scripts longer than this travel in a file, not in argv (Linux refuses any single

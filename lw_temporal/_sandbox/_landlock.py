@@ -161,6 +161,7 @@ class LandlockBackend(Backend):
             payload=json.dumps(payload).encode(),
             fds=fds,
             reports=True,
+            watched=(tmp,) if tmp is not None else (),
         )
 
 

@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import IO, ClassVar
 
 from ._backends import Backend, Launch
+from ._cgroups import CommandCgroup, command_cgroups
 from ._identity import SandboxUser, thread_as
+from ._quota import QuotaWatch, quotas_of
 from ._spec import Limits, SandboxSpec
 from ._userns import (
     LAUNCH_FAILED_MARKER,
@@ -124,6 +126,12 @@ class RunOutcome:
     duration: float
     #: Why the sandbox could not be set up (the command never ran), else None.
     launch_failed: str | None = None
+    #: What the sandbox did about a limit the command reached (stopped it at its
+    #: memory or folder quota, removed what it wrote past a quota), else None.
+    stopped: str | None = None
+    #: The command was killed at a folder quota before it ended (as at a timeout, its
+    #: memory changes are not kept).
+    quota_stopped: bool = False
 
 
 @functools.cache
@@ -240,6 +248,8 @@ class _Spawner:
                 for fd in launch.fds:
                     os.close(fd)
         try:
+            if start.cgroup is not None:  # before the launcher has read its options
+                start.cgroup.attach(proc.pid)
             if launch.gated:
                 _set_rlimits(proc.pid, start.limits)
             if launch.payload:
@@ -264,6 +274,8 @@ class _Start:
     report_write: int
     limits: Limits
     user: SandboxUser | None
+    #: The command's own cgroup (aggregate memory and processes), where there is one.
+    cgroup: CommandCgroup | None = None
 
 
 class _Reader:
@@ -357,7 +369,9 @@ async def run_sandboxed(
     started = time.monotonic()
     args_read, args_write = os.pipe()
     report_read, report_write = os.pipe()
-    start = _Start(args_read, args_write, report_write, spec.limits, spec.user)
+    limits = spec.limits
+    cgroup = command_cgroups().create(limits.memory, limits.pids) if use_pids_cgroup else None
+    start = _Start(args_read, args_write, report_write, limits, spec.user, cgroup)
     try:
         launch = backend.launch(spec, args_read, report_write)
         if spawner is not None:
@@ -368,6 +382,8 @@ async def run_sandboxed(
         # An overlay the spawner could not mount, or a child that failed before its
         # exec without saying why: the same failure as one the child reports itself.
         os.close(report_read)
+        if cgroup is not None:
+            cgroup.close()
         text = str(err) if isinstance(err, LaunchFailed) else f"{LAUNCH_FAILED_MARKER}: {err}"
         return _launch_failed(text, stdout, stderr, started)
     finally:
@@ -383,6 +399,9 @@ async def run_sandboxed(
     proc.stderr.close()
     drained = asyncio.gather(*(r.done for r in readers))
     timed_out = False
+    watch = QuotaWatch(quotas_of(spec, launch))
+    stopped: str | None = None
+    guard_stopped = False
 
     async def kill() -> None:
         # SIGTERM first: a launcher that outlives its command (Landlock) kills every
@@ -401,11 +420,15 @@ async def run_sandboxed(
 
     beater = asyncio.create_task(beat()) if heartbeat is not None else None
     exited = asyncio.ensure_future(_exited(loop, proc))
+    guard = asyncio.ensure_future(watch.exceeded())
     try:
-        try:
-            await asyncio.wait_for(asyncio.shield(exited), timeout=spec.timeout)
-        except TimeoutError:
-            timed_out = True
+        await asyncio.wait({exited, guard}, timeout=spec.timeout, return_when="FIRST_COMPLETED")
+        if not exited.done():
+            if guard.done():
+                guard_stopped = True
+                stopped = f"the command was stopped: {guard.result()}"
+            else:
+                timed_out = True
             await kill()
             await exited
         try:
@@ -417,14 +440,27 @@ async def run_sandboxed(
         with contextlib.suppress(BaseException):
             await asyncio.shield(kill())
         _kill_group(proc.pid)
+        if cgroup is not None:
+            cgroup.close()
+        watch.settle()  # nothing of it runs any more: keep its folders within quota
         raise
     finally:
+        guard.cancel()
         if beater is not None:
             beater.cancel()
         for reader in readers:
             reader.close()
         stdout.close()
         stderr.close()
+        if cgroup is not None:
+            if cgroup.memory_exceeded():
+                stopped = _joined(
+                    stopped,
+                    "a process of the command was killed at the memory limit of all its "
+                    f"processes together ({limits.memory >> 20} MiB)",
+                )
+            cgroup.close()
+    stopped = _joined(stopped, await asyncio.to_thread(watch.settle))
     report = _drain(report_read)
     if report:
         return _launch_failed(report.decode("utf-8", "replace").strip(), stdout, stderr, started)
@@ -432,7 +468,11 @@ async def run_sandboxed(
     code = proc.returncode if proc.returncode is not None else -1
     if code < 0:  # killed by a signal: report it the way a shell does
         code = 128 - code
-    return RunOutcome(exit_code=code, timed_out=timed_out, duration=duration)
+    return RunOutcome(code, timed_out, duration, stopped=stopped, quota_stopped=guard_stopped)
+
+
+def _joined(first: str | None, second: str | None) -> str | None:
+    return f"{first}; {second}" if first and second else first or second
 
 
 def _drain(fd: int) -> bytes:

@@ -33,7 +33,9 @@ class SandboxMount:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Per-command resource limits (rlimits on the command, a tmpfs size for /tmp)."""
+    """Per-command resource limits: rlimits on each process, a tmpfs size for /tmp,
+    and, where the worker has a cgroup (see :mod:`._cgroups`), the memory and process
+    count of all the command's processes together."""
 
     nproc: int = 512
     file_size: int = 256 * 1024 * 1024
@@ -42,6 +44,15 @@ class Limits:
     tmp_size: int = 64 * 1024 * 1024
     #: Max processes of one command via a pids cgroup, where the worker may create one.
     pids: int = 512
+    #: Resident memory (tmpfs pages included, no swap) of all the command's processes
+    #: together, via its memory cgroup where the worker may create one.
+    memory: int = 2 * 1024 * 1024 * 1024
+    #: Bytes on disk (allocated blocks) the command's writable folders may hold, its
+    #: ``TMPDIR`` when that is not a sized tmpfs included: a command that goes over is
+    #: stopped, and what it added past the quota removed (see :mod:`._quota`).
+    writable_bytes: int = 1024 * 1024 * 1024
+    #: Files and folders those folders may hold (inodes are a disk's other limit).
+    writable_entries: int = 100_000
 
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"

@@ -185,10 +185,16 @@ class Facts:
             if getattr(result, f"{stream}_truncated", False):
                 attributes[f"lw.bash.{stream}_truncated"] = True
         attributes["lw.bash.timed_out"] = timed_out
-        changes = getattr(result, "memory_changes", ()) or ()
         refused = getattr(result, "memory_refused", ()) or ()
-        attributes["lw.bash.memory_changes"] = len(changes)
-        attributes["lw.bash.memory_refused"] = len(refused)
+        # The lists are capped; the counts are of all of them.
+        for kind in ("changes", "refused"):
+            count = _number(getattr(result, f"memory_{kind}_count", None))
+            if count is None:
+                count = len(getattr(result, f"memory_{kind}", ()) or ())
+            attributes[f"lw.bash.memory_{kind}"] = count
+        stopped = getattr(result, "stopped", None)
+        if isinstance(stopped, str) and stopped:
+            attributes["lw.bash.stopped"] = stopped[:200]
         if isinstance(rejection, str) and rejection:
             reason = reason_of(rejection)
             attributes["lw.bash.rejection"] = reason

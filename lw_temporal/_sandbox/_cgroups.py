@@ -1,0 +1,287 @@
+"""Aggregate limits of one command: a cgroup of its own, where the kernel gives one.
+
+rlimits bind each process alone (four processes of 3 GiB each pass a 4 GiB
+``RLIMIT_AS``); a cgroup binds all of a command's processes together. Each command
+gets a fresh child cgroup with its memory (swap included, so nothing spills to swap)
+and process count capped, under a folder of this worker: on cgroup v2 one folder with
+``memory.max``, ``memory.swap.max`` and ``pids.max``; on cgroup v1 one folder in the
+memory hierarchy (``memory.limit_in_bytes``, ``memory.memsw.limit_in_bytes``) and one
+in the pids hierarchy. The launcher is moved in right after it starts and before it
+reads its options (bwrap's ``--args`` pipe, the Landlock launcher's JSON), so it has
+forked nothing yet: every process of the command is born inside. Pages of its tmpfs
+(``/tmp``, ``/dev/shm``) are charged there too. When the command ends, whatever is
+left in its cgroup is killed and the cgroup removed.
+
+Where no memory controller is writable (a container without a delegated cgroup),
+:func:`command_cgroups` says so and only the per-process rlimits apply (the README's
+guarantees table names both). The folders of a worker that died are swept by the
+next worker that starts (empty ones only: a cgroup holding a process cannot be
+removed).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import itertools
+import logging
+import os
+import signal
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+_CGROUP_ROOT = Path("/sys/fs/cgroup")
+_counter = itertools.count()
+
+
+@dataclass(frozen=True, slots=True)
+class _Hierarchy:
+    """One place where this worker may create command cgroups."""
+
+    #: The worker's own folder in it (``lw-<pid>-<random>``), created on first use.
+    base: Path
+    version: int
+    controllers: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class CgroupSupport:
+    """Which cgroup limits this worker can give each command (see the module doc)."""
+
+    hierarchies: tuple[_Hierarchy, ...]
+
+    @property
+    def memory(self) -> bool:
+        return any("memory" in h.controllers for h in self.hierarchies)
+
+    @property
+    def pids(self) -> bool:
+        return any("pids" in h.controllers for h in self.hierarchies)
+
+    @property
+    def description(self) -> str:
+        if not self.hierarchies:
+            return "no cgroup (per-process rlimits only)"
+        parts = [f"cgroup v{h.version} {'+'.join(sorted(h.controllers))}" for h in self.hierarchies]
+        return ", ".join(parts)
+
+    def create(self, memory: int, pids: int) -> CommandCgroup | None:
+        """A fresh cgroup for one command, or ``None`` where none can be made."""
+        folders: list[tuple[_Hierarchy, Path]] = []
+        name = f"cmd-{next(_counter)}"
+        try:
+            for hierarchy in self.hierarchies:
+                hierarchy.base.mkdir(exist_ok=True)
+                folder = hierarchy.base / name
+                folder.mkdir()
+                folders.append((hierarchy, folder))
+                for key, value in _limit_files(hierarchy, memory, pids):
+                    (folder / key).write_text(value)
+        except OSError as err:
+            logger.warning("lw.bash: no cgroup for this command (%s); rlimits only", err)
+            CommandCgroup(tuple(folders), memory).close()
+            return None
+        return CommandCgroup(tuple(folders), memory)
+
+
+def _limit_files(hierarchy: _Hierarchy, memory: int, pids: int) -> list[tuple[str, str]]:
+    files: list[tuple[str, str]] = []
+    if hierarchy.version == 2:
+        if "memory" in hierarchy.controllers:
+            files += [("memory.max", str(memory)), ("memory.swap.max", "0")]
+        if "pids" in hierarchy.controllers:
+            files.append(("pids.max", str(pids)))
+    elif "memory" in hierarchy.controllers:
+        # memsw (memory + swap) can only be set at or above the memory limit.
+        files.append(("memory.limit_in_bytes", str(memory)))
+        files.append(("memory.memsw.limit_in_bytes", str(memory)))
+    else:
+        files.append(("pids.max", str(pids)))
+    return files
+
+
+class CommandCgroup:
+    """The cgroup (one folder per hierarchy) of one running command."""
+
+    def __init__(self, folders: tuple[tuple[_Hierarchy, Path], ...], memory: int) -> None:
+        self.folders = folders
+        self.memory = memory
+
+    def attach(self, pid: int) -> None:
+        """Move ``pid`` (the launcher, before it forks) into every folder."""
+        for _, folder in self.folders:
+            (folder / "cgroup.procs").write_text(str(pid))
+
+    def memory_exceeded(self) -> bool:
+        """Whether the kernel killed a process of the command at its memory limit."""
+        for hierarchy, folder in self.folders:
+            if "memory" not in hierarchy.controllers:
+                continue
+            name = "memory.events" if hierarchy.version == 2 else "memory.oom_control"
+            with contextlib.suppress(OSError, ValueError):
+                for line in (folder / name).read_text().splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill" and int(value) > 0:
+                        return True
+        return False
+
+    def close(self) -> None:
+        """Kill whatever the command left in its cgroup, then remove the cgroup."""
+        for hierarchy, folder in self.folders:
+            _empty(folder, hierarchy.version)
+            for _ in range(200):
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # its last processes are still exiting
+                    time.sleep(0.005)
+            else:
+                logger.warning("lw.bash: cgroup %s not removed (still busy)", folder)
+
+
+def _empty(folder: Path, version: int) -> None:
+    if version == 2:
+        with contextlib.suppress(OSError):
+            (folder / "cgroup.kill").write_text("1")
+            return
+    for _ in range(20):
+        try:
+            pids = [int(p) for p in (folder / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.005)
+
+
+def _own_cgroups() -> dict[str, str]:
+    """The worker's cgroup path per v1 controller (and ``""`` for v2)."""
+    found: dict[str, str] = {}
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, rel = line.split(":", 2)
+            for controller in controllers.split(",") if controllers else [""]:
+                found[controller] = rel
+    return found
+
+
+def _mounts() -> list[tuple[str, Path, str]]:
+    """(fs type, mount point, options) of each cgroup mount, from mountinfo."""
+    found: list[tuple[str, Path, str]] = []
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            left, _, right = line.partition(" - ")
+            fields, tail = left.split(), right.split()
+            if len(fields) >= 5 and len(tail) >= 3 and tail[0] in ("cgroup", "cgroup2"):
+                root, point = fields[3], fields[4]
+                found.append((tail[0], Path(point), tail[2] + "," + root))
+    return found
+
+
+def _writable(folder: Path) -> bool:
+    return (
+        folder.is_dir()
+        and os.access(folder, os.W_OK)
+        and os.access(folder / "cgroup.procs", os.W_OK)
+    )
+
+
+def _inside(point: Path, mount_root: str, rel: str) -> Path:
+    if mount_root != "/" and (rel == mount_root or rel.startswith(mount_root + "/")):
+        rel = rel[len(mount_root) :]
+    return point / rel.lstrip("/")
+
+
+@functools.cache
+def command_cgroups() -> CgroupSupport:
+    """What this worker can give each command (probed once per process)."""
+    own = _own_cgroups()
+    tag = f"lw-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    hierarchies: list[_Hierarchy] = []
+    mounts = _mounts()
+    for fstype, point, options in mounts:
+        mount_root = options.rsplit(",", 1)[1]
+        if fstype == "cgroup2" and "" in own:
+            folder = _inside(point, mount_root, own[""])
+            wanted = _v2_controllers(folder)
+            if wanted and _writable(folder):
+                hierarchies.append(_Hierarchy(folder / tag, 2, wanted))
+                _sweep(folder)
+    if not any(h.version == 2 for h in hierarchies):
+        for controller in ("memory", "pids"):
+            for fstype, point, options in mounts:
+                if fstype != "cgroup" or controller not in options.split(","):
+                    continue
+                rel = own.get(controller)
+                if rel is None:
+                    continue
+                folder = _inside(point, options.rsplit(",", 1)[1], rel)
+                if _writable(folder):
+                    hierarchies.append(_Hierarchy(folder / tag, 1, frozenset({controller})))
+                    _sweep(folder)
+                break
+    support = CgroupSupport(tuple(hierarchies))
+    atexit.register(_remove_bases, support)
+    return support
+
+
+def _remove_bases(support: CgroupSupport) -> None:
+    for hierarchy in support.hierarchies:
+        with contextlib.suppress(OSError):
+            hierarchy.base.rmdir()
+
+
+def _v2_controllers(folder: Path) -> frozenset[str]:
+    """The controllers children of ``folder`` get (``subtree_control``), enabling
+    memory and pids there when the folder is delegated and may enable them."""
+    control = folder / "cgroup.subtree_control"
+    try:
+        enabled = set(control.read_text().split())
+        available = set((folder / "cgroup.controllers").read_text().split())
+    except OSError:
+        return frozenset()
+    for controller in ("memory", "pids"):
+        if controller in available and controller not in enabled:
+            with contextlib.suppress(OSError):
+                control.write_text(f"+{controller}")
+                enabled.add(controller)
+    return frozenset(enabled & {"memory", "pids"})
+
+
+def _sweep(folder: Path) -> None:
+    """Remove the empty command cgroups of workers that are gone (and the pids
+    folders earlier versions left). A cgroup with a process in it cannot be removed,
+    so a live worker's running commands are never touched."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    removed = 0
+    for entry in entries[:10_000]:
+        if not entry.name.startswith("lw-") or not entry.is_dir(follow_symlinks=False):
+            continue
+        # lw-<pid>-<tag> (command cgroups), lw-sandboxes-<pid>-<limit> (the spawner's)
+        parts = entry.name.split("-")
+        pid = parts[2] if parts[1] == "sandboxes" and len(parts) > 2 else parts[1]
+        if pid.isdigit() and Path(f"/proc/{pid}").exists():
+            continue
+        base = Path(entry.path)
+        with contextlib.suppress(OSError):
+            for child in base.iterdir():
+                if child.is_dir():
+                    with contextlib.suppress(OSError):
+                        child.rmdir()
+            base.rmdir()
+            removed += 1
+    if removed:
+        logger.info("lw.bash: removed %d cgroup folders of workers that are gone", removed)

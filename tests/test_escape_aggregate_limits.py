@@ -1,0 +1,112 @@
+"""Escape class: resources of all a command's processes together. Four processes
+that each stay under the per-process limits still cannot hold more memory than the
+command's cgroup allows; a command that writes 1.5 GB into its scratch is stopped and
+what it wrote past the quota removed, and so are 20,000 folders; ``$TMPDIR`` is
+bounded on both backends. On the host: the scratch is back under its quota, nothing
+of the command is left running, and the worker serves the next command."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
+from lw_temporal._sandbox import Limits
+from lw_temporal._sandbox._cgroups import command_cgroups
+from lw_temporal._sandbox._quota import FolderQuota, measure
+from tests.bash_harness import bash_worker
+from tests.escape_support import BACKENDS, WORKER
+
+MIB = 1 << 20
+LIMITS = Limits(
+    memory=256 * MIB,
+    file_size=64 * MIB,
+    tmp_size=16 * MIB,
+    writable_bytes=96 * MIB,
+    writable_entries=5_000,
+)
+HOG = (
+    "for i in 1 2 3 4; do python3 -c 'import time; b = bytearray(150 << 20); "
+    "time.sleep(3)' & done; wait; echo done"
+)
+
+
+def _plugin(data_dir: Path, backend: str) -> LittleWorkflowPlugin:
+    return LittleWorkflowPlugin(
+        data_dir, [WorkflowDefinition(id="cr")], sandbox=backend, bash_limits=LIMITS
+    )
+
+
+def _usage(plugin: LittleWorkflowPlugin) -> tuple[int, int]:
+    scratch = plugin.config.scope_of(WORKER, "lw.Worker").own_scratch
+    return measure(FolderQuota(scratch, "scratch", 1 << 62, 1 << 30))
+
+
+@pytest.mark.skipif(not command_cgroups().memory, reason="no writable memory cgroup here")
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_memory_of_all_processes_is_bounded(
+    dev_env: WorkflowEnvironment, data_dir: Path, backend: str
+) -> None:
+    async with bash_worker(dev_env, _plugin(data_dir, backend)) as bash:
+        hog, after = await bash.run(WORKER, [HOG, "echo alive"], timeout_seconds=60)
+    # 4 x 150 MiB resident is over the 256 MiB of the whole command: the kernel
+    # kills some of them, and the result says so.
+    assert hog.stopped is not None and "memory limit" in hog.stopped, hog
+    assert f"lw.bash: {hog.stopped}" in hog.stderr
+    assert after.stdout == "alive\n"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_scratch_quota_stops_and_trims(
+    dev_env: WorkflowEnvironment, data_dir: Path, backend: str
+) -> None:
+    plugin = _plugin(data_dir, backend)
+    free_before = shutil.disk_usage(data_dir).free
+    async with bash_worker(dev_env, plugin) as bash:
+        big, many, after, kept = await bash.run(
+            WORKER,
+            [
+                # 1.5 GB in 24 files of the per-file limit, slowly enough to be seen.
+                "for i in $(seq 24); do head -c 64M /dev/zero > f$i; sleep 0.05; done; echo end",
+                "seq -f d%06g 20000 | xargs mkdir; echo end",
+                "echo alive",
+                "rm -rf f* d*; head -c 1M /dev/zero > small && echo kept",
+            ],
+            timeout_seconds=120,
+        )
+    # The slow writer is stopped mid-way; the folders may all be made before the first
+    # measurement. Either way, what went past the quota is removed.
+    assert big.stopped is not None and "stopped" in big.stopped and "end" not in big.stdout
+    for result in (big, many):
+        assert result.stopped is not None and "removed" in result.stopped, result
+    used, entries = _usage(plugin)
+    assert used <= LIMITS.writable_bytes and entries <= LIMITS.writable_entries
+    assert after.stdout == "alive\n"
+    assert kept.stdout == "kept\n" and kept.stopped is None
+    assert shutil.disk_usage(data_dir).free > free_before - 2 * LIMITS.writable_bytes
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_tmpdir_is_bounded(
+    dev_env: WorkflowEnvironment, data_dir: Path, backend: str
+) -> None:
+    async with bash_worker(dev_env, _plugin(data_dir, backend)) as bash:
+        slow, fast, after = await bash.run(
+            WORKER,
+            [
+                'for i in $(seq 64); do head -c 1M /dev/zero >> "$TMPDIR/x" || exit 7; '
+                "sleep 0.02; done; echo end",
+                'head -c 1G /dev/zero > "$TMPDIR/y"; echo "exit=$?"',
+                'ls -A "$TMPDIR"; echo alive',
+            ],
+            timeout_seconds=60,
+        )
+    # A sized tmpfs refuses the 17th MiB (bwrap); the watch stops the writer (Landlock).
+    assert "end" not in slow.stdout, slow
+    assert slow.exit_code == 7 or (slow.stopped is not None and "$TMPDIR" in slow.stopped)
+    # 1 GiB at once: past the tmpfs size (bwrap) or the command's memory (Landlock).
+    assert fast.stdout != "exit=0\n" or fast.stopped is not None, fast
+    assert after.stdout == "alive\n"  # a fresh, empty TMPDIR each command
