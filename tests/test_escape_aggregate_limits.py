@@ -14,11 +14,11 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
-from lw_temporal._sandbox import Limits
 from lw_temporal._sandbox._cgroups import command_cgroups
 from lw_temporal._sandbox._quota import FolderQuota, measure
-from tests.bash_harness import bash_worker
-from tests.escape_support import BACKENDS, WORKER
+from lw_temporal.options import BashOptions, Limits
+from tests._bash_support import bash_worker
+from tests._escape_support import BACKENDS, WORKER
 
 MIB = 1 << 20
 LIMITS = Limits(
@@ -36,7 +36,7 @@ HOG = (
 
 def _plugin(data_dir: Path, backend: str) -> LittleWorkflowPlugin:
     return LittleWorkflowPlugin(
-        data_dir, [WorkflowDefinition(id="cr")], sandbox=backend, bash_limits=LIMITS
+        data_dir, [WorkflowDefinition(id="cr")], sandbox=backend, bash=BashOptions(limits=LIMITS)
     )
 
 

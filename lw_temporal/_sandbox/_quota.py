@@ -130,6 +130,14 @@ def measure(quota: FolderQuota) -> tuple[int, int]:
     return used, entries
 
 
+def _small_and_under(quota: FolderQuota, small: int = 64) -> bool:
+    used = entries = 0
+    for _, info in _walk(quota.folder, small):
+        entries += 1
+        used += info.st_blocks * 512
+    return entries < small and quota.over(used, entries) is None
+
+
 def trim(quota: FolderQuota, since_ns: int) -> tuple[int, int]:
     """Remove what was added at or after ``since_ns`` until the folder is under its
     quota; returns (files and folders removed, bytes freed). A measure stops at the
@@ -231,6 +239,13 @@ class QuotaWatch:
             if reason is not None:
                 return f"{quota.label} {reason}"
         return None
+
+    async def settled(self) -> str | None:
+        """:meth:`settle`, in a thread unless every folder is small and under its
+        quota (most are: measuring a few entries costs less than the thread hop)."""
+        if all(_small_and_under(q) for q in self.quotas if q.trim):
+            return None
+        return await asyncio.to_thread(self.settle)
 
     def settle(self) -> str | None:
         """After the command: trim each folder back under its quota; says what went."""

@@ -460,7 +460,7 @@ async def run_sandboxed(
                     f"processes together ({limits.memory >> 20} MiB)",
                 )
             cgroup.close()
-    stopped = _joined(stopped, await asyncio.to_thread(watch.settle))
+    stopped = _joined(stopped, await watch.settled())
     report = _drain(report_read)
     if report:
         return _launch_failed(report.decode("utf-8", "replace").strip(), stdout, stderr, started)
