@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._spec import MountMode, SandboxSpec
+from .._mode import Mode
+from ._spec import SandboxSpec
 
 if TYPE_CHECKING:
     from ._backends import Launch
@@ -263,15 +264,25 @@ class QuotaWatch:
 
 
 def quotas_of(spec: SandboxSpec, launch: Launch) -> tuple[FolderQuota, ...]:
-    """The quotas of one command: each read-write mount (its scratch) at the
-    writable limits, and each folder the launch fills outside a sized tmpfs at the
-    ``TMPDIR`` size."""
+    """The quotas of one command: each read-write bind (its scratch) and each
+    overlay's upper folder (what it writes to memory, discarded whole when over the
+    capture limits, so not trimmed) at the writable limits, and each folder the launch
+    fills outside a sized tmpfs (Landlock's ``TMPDIR``) at the ``TMPDIR`` size."""
     limits = spec.limits
-    quotas = [
-        FolderQuota(m.source, str(m.target), limits.writable_bytes, limits.writable_entries)
-        for m in spec.mounts
-        if m.mode is MountMode.RW
-    ]
+    quotas = []
+    for mount in spec.mounts:
+        if mount.mode is not Mode.RW:
+            continue
+        folder = mount.source if mount.staging is None else mount.staging / "upper"
+        quotas.append(
+            FolderQuota(
+                folder,
+                str(mount.target),
+                limits.writable_bytes,
+                limits.writable_entries,
+                trim=mount.staging is None,
+            )
+        )
     quotas += [
         FolderQuota(folder, "$TMPDIR", limits.tmp_size, limits.writable_entries, trim=False)
         for folder in launch.watched
