@@ -169,11 +169,14 @@ async def dreaming_worker(
 async def run_planners(
     client: Client, task_queue: str, definition: str, scripts: Sequence[Script]
 ) -> list[str]:
+    """Run a stand-in planner per script, and return once visibility lists them all as
+    closed, so a dream started next finds them."""
     ids: list[str] = []
     for script in scripts:
         workflow_id = f"run_{definition}@{uuid.uuid4().hex[:10]}"
         await client.execute_workflow("lw.Planner", script, id=workflow_id, task_queue=task_queue)
         ids.append(workflow_id)
+    await wait_visible(client, ids)
     return ids
 
 

@@ -20,7 +20,6 @@ from ._dreaming_support import (
     start_dream,
     unique_definition,
     wait_for_status,
-    wait_visible,
 )
 
 
@@ -43,8 +42,7 @@ async def test_extraction_reads_commands_failures_memory_and_steps_of_target_run
                 Script(commands=["pytest -q"]),
             ],
         )
-        other_ids = await run_planners(client, task_queue, other, [Script(commands=["ls"])])
-        await wait_visible(client, target_ids + other_ids)
+        await run_planners(client, task_queue, other, [Script(commands=["ls"])])
         handle = await start_dream(client, task_queue, target, batch_size=1)
         state = await wait_for_status(handle, DreamStatus.AWAITING_APPROVAL)
         await handle.cancel()

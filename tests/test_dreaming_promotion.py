@@ -27,7 +27,6 @@ from ._dreaming_support import (
     start_dream,
     unique_definition,
     wait_for_status,
-    wait_visible,
 )
 
 NOTE = DefaultConsolidator.NOTE_PATH
@@ -73,7 +72,6 @@ async def test_approval_promotes_the_notes_with_the_approver_audited(
     target = unique_definition("review")
     async with dreaming_worker(dev_env, data_dir, task_queue, [target]) as client:
         ids = await run_planners(client, task_queue, target, SCRIPTS)
-        await wait_visible(client, ids)
         before = tree(target_store(data_dir, target))
         handle = await start_dream(client, task_queue, target)
         state = await wait_for_status(handle, DreamStatus.AWAITING_APPROVAL)
@@ -114,8 +112,7 @@ async def test_rejection_leaves_the_target_untouched(
 ) -> None:
     target = unique_definition("review")
     async with dreaming_worker(dev_env, data_dir, task_queue, [target]) as client:
-        ids = await run_planners(client, task_queue, target, SCRIPTS[:2])
-        await wait_visible(client, ids)
+        await run_planners(client, task_queue, target, SCRIPTS[:2])
         before = tree(target_store(data_dir, target))
         handle = await start_dream(client, task_queue, target)
         await wait_for_status(handle, DreamStatus.AWAITING_APPROVAL)
@@ -135,8 +132,7 @@ async def test_a_concurrent_edit_of_the_target_is_reported_not_overwritten(
 ) -> None:
     target = unique_definition("review")
     async with dreaming_worker(dev_env, data_dir, task_queue, [target]) as client:
-        ids = await run_planners(client, task_queue, target, SCRIPTS[:1])
-        await wait_visible(client, ids)
+        await run_planners(client, task_queue, target, SCRIPTS[:1])
         handle = await start_dream(client, task_queue, target)
         await wait_for_status(handle, DreamStatus.AWAITING_APPROVAL)
         edited = target_store(data_dir, target) / NOTE
@@ -159,8 +155,7 @@ async def test_an_unreviewed_dream_times_out_and_keeps_its_runs_for_the_next(
 ) -> None:
     target = unique_definition("review")
     async with dreaming_worker(dev_env, data_dir, task_queue, [target]) as client:
-        ids = await run_planners(client, task_queue, target, SCRIPTS[:1])
-        await wait_visible(client, ids)
+        await run_planners(client, task_queue, target, SCRIPTS[:1])
         before = tree(target_store(data_dir, target))
         handle = await start_dream(client, task_queue, target, approval_timeout=1)
         result = await handle.result()

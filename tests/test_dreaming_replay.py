@@ -18,7 +18,6 @@ from ._dreaming_support import (
     start_dream,
     unique_definition,
     wait_for_status,
-    wait_visible,
 )
 
 
@@ -30,7 +29,7 @@ async def test_dream_histories_replay(
         handles = []
         for n in range(3):  # each dream claims the one run that closed before it
             script = Script(commands=[f"exit {n}"], lessons=[f"lesson {n}"])
-            await wait_visible(client, await run_planners(client, task_queue, target, [script]))
+            await run_planners(client, task_queue, target, [script])
             options = {"approval_timeout": 1} if n == 2 else {}
             handles.append(await start_dream(client, task_queue, target, **options))
             if n < 2:
