@@ -31,8 +31,8 @@ from collections.abc import Awaitable, Callable
 
 from temporalio.testing import ActivityEnvironment
 
-from lw_temporal import WorkflowDefinition
-from lw_temporal._bash import BashActivities, BashRequest
+from lw_temporal import BashRequest, WorkflowDefinition
+from lw_temporal._bash import BashActivities
 from lw_temporal._config import LwConfig
 from lw_temporal._sandbox import BwrapBackend, SandboxMount, SandboxSpec
 from lw_temporal._sandbox._identity import thread_as

@@ -30,22 +30,18 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from lw_temporal import BashRequest, BashResult, WorkflowDefinition
+from lw_temporal import BashRequest, BashResult, DreamContext, RunRecord, WorkflowDefinition
 from lw_temporal._config import LwConfig
-from lw_temporal._dreaming import (
-    QUERY_STATE,
+from lw_temporal._dreaming import QUERY_STATE, DreamingActivities, DreamingWorkflow
+from lw_temporal.dreaming import (
     DefaultConsolidator,
-    DreamContext,
-    DreamingActivities,
-    DreamingWorkflow,
     DreamInput,
     DreamOptions,
     DreamState,
     DreamStatus,
-    RunRecord,
     reject_dream,
 )
-from lw_temporal._ids import DataLayout, parse_workflow_id
+from lw_temporal.ids import DataLayout, parse_workflow_id
 from lw_temporal.memory import MemoryAppendRequest
 from lw_temporal.testing import dev_environment
 

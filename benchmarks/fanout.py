@@ -31,18 +31,16 @@ from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from lw_temporal import (
-    LittleWorkflowPlugin,
-    Role,
+from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin, Role, WorkflowDefinition
+from lw_temporal.options import DeploymentOptions, ModelCallOptions
+from lw_temporal.testing import (
     ScriptedModel,
     ScriptKey,
     ScriptTurn,
-    WorkflowDefinition,
+    dev_environment,
+    plugin_client,
     tool,
 )
-from lw_temporal._workflows import AgentInput, AgentResult
-from lw_temporal.options import DeploymentOptions, ModelCallOptions
-from lw_temporal.testing import dev_environment, plugin_client
 
 COMMAND = "echo step done"
 

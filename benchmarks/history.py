@@ -36,10 +36,18 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from lw_temporal import AgentId, LittleWorkflowPlugin, WorkflowDefinition
-from lw_temporal._agent import Model, ModelRequest, ModelResponse, ToolCall
-from lw_temporal._workflows import AgentInput, AgentResult
-from lw_temporal.models._anthropic import AnthropicModel
+from lw_temporal import (
+    AgentInput,
+    AgentResult,
+    LittleWorkflowPlugin,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    WorkflowDefinition,
+)
+from lw_temporal.ids import AgentId
+from lw_temporal.models import AnthropicModel
 from lw_temporal.testing import dev_environment
 
 MARKS = (10, 100, 200)

@@ -30,9 +30,8 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import LittleWorkflowPlugin, ScriptedModel
-from lw_temporal._workflows import AgentInput, AgentResult
-from lw_temporal.testing import dev_environment
+from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin
+from lw_temporal.testing import ScriptedModel, dev_environment
 from workflows.pipeline import DEFINITIONS, SCRIPTS
 
 EXPECTED = "candidate Dana Reyes reviewed and scored 8/10"

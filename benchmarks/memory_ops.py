@@ -32,17 +32,9 @@ from typing import Any
 
 from temporalio.testing import ActivityEnvironment
 
-from lw_temporal import (
-    LittleWorkflowPlugin,
-    MemoryQuota,
-    Provenance,
-    StagedChange,
-    StoreKind,
-    StoreRef,
-    WorkflowDefinition,
-)
-from lw_temporal._bash import BashRequest
-from lw_temporal._memory import MemoryAppendRequest, MemoryStores
+from lw_temporal import BashRequest, LittleWorkflowPlugin, MemoryQuota, WorkflowDefinition
+from lw_temporal._memory import StagedChange
+from lw_temporal.memory import MemoryAppendRequest, MemoryStores, Provenance, StoreKind, StoreRef
 
 STORE = StoreRef(StoreKind.WORKFLOW, "bench")
 PLANNER = ("run_bench@1", "lw.Planner")

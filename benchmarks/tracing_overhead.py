@@ -26,10 +26,9 @@ from temporalio.client import Client
 from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
 from temporalio.worker import Worker
 
-from lw_temporal import LittleWorkflowPlugin
+from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin
 from lw_temporal._demo import _seed_org_memory
-from lw_temporal._ids import DataLayout
-from lw_temporal._workflows import AgentInput, AgentResult
+from lw_temporal.ids import DataLayout
 from lw_temporal.testing import dev_environment
 from workflows.pipeline import DEFINITIONS, sample_model
 

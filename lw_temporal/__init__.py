@@ -1,177 +1,51 @@
-"""lw-temporal: durable, sandboxed working memory for teams of AI agents on Temporal."""
+"""lw-temporal: durable, sandboxed working memory for teams of AI agents on Temporal.
 
-from ._agent import (
-    Model,
-    ModelRequest,
-    ModelResponse,
-    ScriptedModel,
-    ScriptKey,
-    ScriptTurn,
-    ToolCall,
-    ToolResult,
-    ToolSpec,
-    tool,
-)
-from ._bash import BASH_ACTIVITY, REJECTED_EXIT_CODE, BashRequest, BashResult
-from ._definitions import (
-    AttachSpec,
-    DefinitionRegistry,
-    MemoryConfig,
-    MemoryQuota,
-    WorkflowDefinition,
-    canonical_json,
-    pipeline_key,
-)
-from ._dreaming import (
-    Consolidator,
-    Decision,
-    DefaultConsolidator,
-    DreamContext,
-    DreamingActivities,
-    DreamInput,
-    DreamOptions,
-    DreamResult,
-    DreamState,
-    DreamStatus,
-    Note,
-    PromotionOutcome,
-    RunRecord,
-    approve_dream,
-    list_dreams,
-    reject_dream,
-    schedule_dreaming,
-)
-from ._errors import NON_RETRYABLE
-from ._ids import (
-    DREAMING_WORKFLOW,
-    ORCHESTRATOR_WORKFLOW,
-    PLANNER_WORKFLOW,
-    WORKER_WORKFLOW,
-    AgentId,
-    DataLayout,
-    InvalidWorkflowId,
-    Role,
-    parse_workflow_id,
-)
-from ._memory import (
-    ABSENT,
-    AuditEntry,
-    ListEntry,
-    ListResult,
-    MemoryActivities,
-    MemoryAppendRequest,
-    MemoryDeleteRequest,
-    MemoryListRequest,
-    MemoryReadRequest,
-    MemoryReplaceRequest,
-    MemoryStores,
-    MemoryWriteRequest,
-    MutationResult,
-    Provenance,
-    ReadResult,
-    RedactResult,
-    StagedChange,
-    StagedCommitResult,
-    VersionInfo,
-)
-from ._mode import Mode
+The top level holds what a worker is built from: the plugin and the definitions it
+serves, the model interface an LLM adapter implements, the extension points (the memory
+scanner, dreaming's consolidator) and the contract of the ``lw.bash`` activity. The rest
+lives in public submodules by concern:
+
+- ``lw_temporal.options``: the plugin's option groups (model calls, bash, memory, ...).
+- ``lw_temporal.ids``: workflow IDs, the data dir layout, workflow names, the progress query.
+- ``lw_temporal.memory``: the admin API over the memory stores, and scratch retention.
+- ``lw_temporal.dreaming``: scheduling and reviewing dreams, and their records.
+- ``lw_temporal.models``: the Anthropic and OpenAI adapters and the model's messages.
+- ``lw_temporal.errors``: the ``ApplicationError`` types to branch on.
+- ``lw_temporal.testing``: a scripted model and servers for testing your own pipelines.
+
+Constants: ``REJECTED_EXIT_CODE``, the ``BashResult.exit_code`` of a command refused
+before it ran (``BashResult.rejection`` says why).
+"""
+
+from ._agent import AgentInput, AgentResult, Model, ModelRequest, ModelResponse, ToolCall
+from ._bash import REJECTED_EXIT_CODE, BashRequest, BashResult
+from ._definitions import AttachSpec, MemoryConfig, MemoryQuota, WorkflowDefinition
+from ._dreaming import Consolidator, DreamContext, Note, RunRecord
+from ._ids import Role
 from ._plugin import LittleWorkflowPlugin
-from ._retention import (
-    GcReport,
-    RetentionActivities,
-    RetentionPolicy,
-    collect_garbage,
-    schedule_retention,
-)
 from ._scan import DefaultScanner, Finding, Scanner
-from ._scope import Mount, Scope, StoreKind, StoreRef, derive_scope
-from ._workflows import PROGRESS_QUERY, AgentInput, AgentResult, Progress
 
 __all__ = [
-    "ABSENT",
-    "BASH_ACTIVITY",
-    "DREAMING_WORKFLOW",
-    "NON_RETRYABLE",
-    "ORCHESTRATOR_WORKFLOW",
-    "PLANNER_WORKFLOW",
-    "PROGRESS_QUERY",
     "REJECTED_EXIT_CODE",
-    "WORKER_WORKFLOW",
-    "AgentId",
     "AgentInput",
     "AgentResult",
     "AttachSpec",
-    "AuditEntry",
     "BashRequest",
     "BashResult",
     "Consolidator",
-    "DataLayout",
-    "Decision",
-    "DefaultConsolidator",
     "DefaultScanner",
-    "DefinitionRegistry",
     "DreamContext",
-    "DreamInput",
-    "DreamOptions",
-    "DreamResult",
-    "DreamState",
-    "DreamStatus",
-    "DreamingActivities",
     "Finding",
-    "GcReport",
-    "InvalidWorkflowId",
-    "ListEntry",
-    "ListResult",
     "LittleWorkflowPlugin",
-    "MemoryActivities",
-    "MemoryAppendRequest",
     "MemoryConfig",
-    "MemoryDeleteRequest",
-    "MemoryListRequest",
     "MemoryQuota",
-    "MemoryReadRequest",
-    "MemoryReplaceRequest",
-    "MemoryStores",
-    "MemoryWriteRequest",
-    "Mode",
     "Model",
     "ModelRequest",
     "ModelResponse",
-    "Mount",
-    "MutationResult",
     "Note",
-    "Progress",
-    "PromotionOutcome",
-    "Provenance",
-    "ReadResult",
-    "RedactResult",
-    "RetentionActivities",
-    "RetentionPolicy",
     "Role",
     "RunRecord",
     "Scanner",
-    "Scope",
-    "ScriptKey",
-    "ScriptTurn",
-    "ScriptedModel",
-    "StagedChange",
-    "StagedCommitResult",
-    "StoreKind",
-    "StoreRef",
     "ToolCall",
-    "ToolResult",
-    "ToolSpec",
-    "VersionInfo",
     "WorkflowDefinition",
-    "approve_dream",
-    "canonical_json",
-    "collect_garbage",
-    "derive_scope",
-    "list_dreams",
-    "parse_workflow_id",
-    "pipeline_key",
-    "reject_dream",
-    "schedule_dreaming",
-    "schedule_retention",
-    "tool",
 ]

@@ -24,18 +24,17 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from ._devserver import temporal_cli_path
-from ._ids import (
+from . import AgentInput, AgentResult, LittleWorkflowPlugin
+from ._live import Screen, follow, new_token
+from .ids import (
     ORCHESTRATOR_WORKFLOW,
     SEARCH_ATTRIBUTE_DEFINITION,
     SEARCH_ATTRIBUTE_ROLE,
     AgentId,
     DataLayout,
 )
-from ._live import Screen, follow, new_token
-from ._plugin import LittleWorkflowPlugin
-from ._workflows import AgentInput, AgentResult
 from .options import DeploymentOptions, OrchestratorOptions
+from .testing import temporal_cli_path
 
 TASK_QUEUE = "lw-demo"
 
@@ -192,7 +191,7 @@ async def run_demo(args: argparse.Namespace) -> int:
 async def dream_and_approve(client: Client, out: Printer, target: str, *, task_queue: str) -> None:
     """Dream of ``target`` now, print the proposal's diff, and approve it as a reviewer
     would with ``lw-temporal dream show`` and ``approve``."""
-    from ._dreaming import DreamInput, approve_dream, show_dream, wait_for_review
+    from .dreaming import DreamInput, approve_dream, show_dream, wait_for_review
 
     dream_id = f"dream_{target}@{new_token()}"
     out("")

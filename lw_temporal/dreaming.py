@@ -12,6 +12,7 @@ Constants: ``DEFAULT_INSTRUCTIONS``, what the dreaming agent is told unless
 
 from ._dreaming import (
     DEFAULT_INSTRUCTIONS,
+    CommandRecord,
     Consolidation,
     Consolidator,
     Decision,
@@ -22,7 +23,9 @@ from ._dreaming import (
     DreamResult,
     DreamState,
     DreamStatus,
+    FailureRecord,
     FileChange,
+    MemoryOpRecord,
     Note,
     PromotionOutcome,
     RunRecord,
@@ -38,6 +41,7 @@ from ._dreaming import (
 
 __all__ = [
     "DEFAULT_INSTRUCTIONS",
+    "CommandRecord",
     "Consolidation",
     "Consolidator",
     "Decision",
@@ -48,7 +52,9 @@ __all__ = [
     "DreamResult",
     "DreamState",
     "DreamStatus",
+    "FailureRecord",
     "FileChange",
+    "MemoryOpRecord",
     "Note",
     "PromotionOutcome",
     "RunRecord",

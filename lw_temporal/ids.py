@@ -18,6 +18,8 @@ Constants:
 - ``ORCHESTRATOR_WORKFLOW``, ``PLANNER_WORKFLOW``, ``WORKER_WORKFLOW``,
   ``DREAMING_WORKFLOW``: the workflow type names (``lw.Orchestrator``, ``lw.Planner``,
   ``lw.Worker``, ``lw.Dreaming``) to start with a ``Client``.
+- ``BASH_ACTIVITY``: the name of the activity (``lw.bash``) that takes a
+  ``BashRequest``, as histories, interceptors and traces show it.
 - ``PROGRESS_QUERY``: the query (``lw.progress``) every agent workflow answers with a
   :class:`Progress`.
 - ``SEARCH_ATTRIBUTE_ROLE``, ``SEARCH_ATTRIBUTE_DEFINITION``: the Keyword search
@@ -28,6 +30,7 @@ Constants:
 """
 
 from ._agent import Progress
+from ._bash import BASH_ACTIVITY
 from ._definitions import pipeline_key
 from ._ids import (
     DEFINITION_ID_PATTERN,
@@ -49,6 +52,7 @@ from ._ids import (
 from ._workflows import PROGRESS_QUERY
 
 __all__ = [
+    "BASH_ACTIVITY",
     "DEFINITION_ID_PATTERN",
     "DREAMING_WORKFLOW",
     "MAX_WORKFLOW_ID_LENGTH",

@@ -19,7 +19,8 @@ Scratch retention (deleting the scratch of runs closed long enough ago) lives he
 too: :class:`RetentionPolicy`, :func:`collect_garbage` and :func:`schedule_retention`.
 
 Constants: ``ABSENT``, the ``if_sha256`` value meaning "the file must not exist yet"
-(create only).
+(create only); ``RETENTION_WORKFLOW``, the retention workflow's type name
+(``lw.ScratchRetention``), to run one pass now with a :class:`RetentionPolicy`.
 """
 
 from ._memory import (
@@ -42,11 +43,18 @@ from ._memory import (
     VersionInfo,
     VersionRetention,
 )
-from ._retention import GcReport, RetentionPolicy, collect_garbage, schedule_retention
+from ._retention import (
+    RETENTION_WORKFLOW,
+    GcReport,
+    RetentionPolicy,
+    collect_garbage,
+    schedule_retention,
+)
 from ._scope import StoreKind, StoreRef
 
 __all__ = [
     "ABSENT",
+    "RETENTION_WORKFLOW",
     "AuditEntry",
     "GcReport",
     "ListEntry",

@@ -26,11 +26,10 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
-    from lw_temporal import LittleWorkflowPlugin
-    from lw_temporal._bash import BashRequest, BashResult
-    from lw_temporal._ids import parse_workflow_id
+    from lw_temporal import BashRequest, BashResult, LittleWorkflowPlugin
     from lw_temporal._sandbox import landlock_abi
     from lw_temporal._scope import Scope
+    from lw_temporal.ids import parse_workflow_id
 
 from tests.conftest import pydantic_client
 

@@ -24,19 +24,10 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from lw_temporal import BashRequest, BashResult, WorkflowDefinition
+from lw_temporal import BashRequest, BashResult, RunRecord, WorkflowDefinition
 from lw_temporal._config import LwConfig
-from lw_temporal._dreaming import (
-    QUERY_STATE,
-    DreamingActivities,
-    DreamingWorkflow,
-    DreamInput,
-    DreamOptions,
-    DreamResult,
-    DreamState,
-    DreamStatus,
-    RunRecord,
-)
+from lw_temporal._dreaming import QUERY_STATE, DreamingActivities, DreamingWorkflow
+from lw_temporal.dreaming import DreamInput, DreamOptions, DreamResult, DreamState, DreamStatus
 from lw_temporal.memory import MemoryAppendRequest
 
 from .conftest import pydantic_client

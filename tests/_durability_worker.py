@@ -13,8 +13,8 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import Role
-from lw_temporal._agent import ModelRequest, ModelResponse, ScriptedModel, ToolCall
+from lw_temporal import ModelRequest, ModelResponse, Role, ToolCall
+from lw_temporal.testing import ScriptedModel
 from workflows.pipeline import SCRIPTS
 
 MARKER = ".started"

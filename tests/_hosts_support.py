@@ -18,13 +18,14 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 from temporalio.worker import Worker
 
-from lw_temporal import DataLayout, LittleWorkflowPlugin, Role, ScriptedModel, pipeline_key, tool
+from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin, Role
 from lw_temporal._agent._io import WorkerSettings
 from lw_temporal._plugin import _passthrough
 from lw_temporal._topology import HostPin, host_queue
-from lw_temporal._workflows import AgentInput, AgentResult
 from lw_temporal._workflows import Worker as StepWorkflow
+from lw_temporal.ids import DataLayout, pipeline_key
 from lw_temporal.options import DeploymentOptions
+from lw_temporal.testing import ScriptedModel, tool
 from workflows.pipeline import DEFINITIONS
 
 

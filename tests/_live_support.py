@@ -13,7 +13,8 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import Role, ScriptedModel, WorkflowDefinition, tool
+from lw_temporal import Role, WorkflowDefinition
+from lw_temporal.testing import ScriptedModel, tool
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).parent / "lw-temporal")

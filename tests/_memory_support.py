@@ -22,8 +22,9 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from lw_temporal import NON_RETRYABLE, LittleWorkflowPlugin, Role
+from lw_temporal import LittleWorkflowPlugin, Role
 from lw_temporal._ids import WORKFLOW_TYPE_FOR_ROLE
+from lw_temporal.errors import NON_RETRYABLE
 from tests.conftest import pydantic_client
 
 

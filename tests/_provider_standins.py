@@ -37,8 +37,10 @@ from openai.types.chat import (
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from pydantic import TypeAdapter, ValidationError
 
-from lw_temporal import Role, parse_workflow_id
-from lw_temporal._agent import Exchange, ModelRequest, ModelResponse, ToolCall, ToolResult
+from lw_temporal import ModelRequest, ModelResponse, Role, ToolCall
+from lw_temporal._agent import Exchange
+from lw_temporal.ids import parse_workflow_id
+from lw_temporal.models import ToolResult
 
 DATA = Path(__file__).parent / "data" / "providers"
 Brain = Callable[[ModelRequest], Awaitable[ModelResponse]]

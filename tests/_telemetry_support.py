@@ -12,10 +12,9 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from lw_temporal import LittleWorkflowPlugin
+from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin
 from lw_temporal._demo import _seed_org_memory
-from lw_temporal._ids import DataLayout
-from lw_temporal._workflows import AgentInput, AgentResult
+from lw_temporal.ids import DataLayout
 from workflows.pipeline import DEFINITIONS, sample_model
 
 from .conftest import plugin_client

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import LittleWorkflowPlugin, StoreKind, StoreRef, WorkflowDefinition
+from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
+from lw_temporal.memory import StoreKind, StoreRef
 from tests._bash_support import SANDBOXES, bash_worker
 
 HEARTBEAT_TIMEOUT = 5.0

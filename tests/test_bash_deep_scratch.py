@@ -12,9 +12,9 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
-from lw_temporal._ids import parse_workflow_id
-from lw_temporal._retention import RetentionPolicy, collect_garbage
 from lw_temporal._sandbox import remove_tree
+from lw_temporal.ids import parse_workflow_id
+from lw_temporal.memory import RetentionPolicy, collect_garbage
 from tests._bash_support import SANDBOXES, bash_worker
 from tests.conftest import pydantic_client
 

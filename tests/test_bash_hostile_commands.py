@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import REJECTED_EXIT_CODE, LittleWorkflowPlugin, WorkflowDefinition
-from lw_temporal._bash import BashActivities, BashRequest
+from lw_temporal import REJECTED_EXIT_CODE, BashRequest, LittleWorkflowPlugin, WorkflowDefinition
+from lw_temporal._bash import BashActivities
 from lw_temporal._pathcheck import (
     MAX_COMMAND_BYTES,
     MAX_NESTING,

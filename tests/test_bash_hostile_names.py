@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import LittleWorkflowPlugin, Provenance, StoreKind, StoreRef, WorkflowDefinition
+from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._bash import DISCARDED
 from lw_temporal._cli import main
-from lw_temporal._dreaming import DreamResult, DreamStatus, approve_dream
+from lw_temporal.dreaming import DreamResult, DreamStatus, approve_dream
+from lw_temporal.memory import Provenance, StoreKind, StoreRef
 from tests._bash_support import SANDBOXES, bash_worker, data_snapshot
 from tests._dreaming_support import (
     dreaming_worker,

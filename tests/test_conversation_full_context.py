@@ -12,10 +12,18 @@ from typing import Any
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor, Worker
 
-from lw_temporal import AgentId, DataLayout, LittleWorkflowPlugin, Role, WorkflowDefinition
-from lw_temporal._agent import ModelRequest, ScriptedModel, ToolCall, tool
-from lw_temporal._workflows import AgentInput, AgentResult
+from lw_temporal import (
+    AgentInput,
+    AgentResult,
+    LittleWorkflowPlugin,
+    ModelRequest,
+    Role,
+    ToolCall,
+    WorkflowDefinition,
+)
+from lw_temporal.ids import AgentId, DataLayout
 from lw_temporal.options import ModelCallOptions
+from lw_temporal.testing import ScriptedModel, tool
 
 from ._hierarchy_support import lw_worker
 from .conftest import plugin_client

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lw_temporal._agent import ModelResponse, ToolCall
+from lw_temporal import ModelResponse, ToolCall
 from lw_temporal._agent._conversation import ConversationMissing, ConversationStore, TurnRecord
 
 

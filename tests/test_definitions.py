@@ -8,14 +8,9 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from lw_temporal import (
-    DefinitionRegistry,
-    LittleWorkflowPlugin,
-    MemoryConfig,
-    WorkflowDefinition,
-    canonical_json,
-    pipeline_key,
-)
+from lw_temporal import LittleWorkflowPlugin, MemoryConfig, WorkflowDefinition
+from lw_temporal._definitions import DefinitionRegistry, canonical_json
+from lw_temporal.ids import pipeline_key
 
 
 def test_memory_defaults_follow_the_seeds() -> None:

@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from lw_temporal import DataLayout, pipeline_key
+from lw_temporal.ids import DataLayout, pipeline_key
 from workflows.pipeline import DEFINITIONS, ORG_POLICY
 
 

@@ -4,14 +4,13 @@ keeps out of the note."""
 
 from __future__ import annotations
 
-from lw_temporal._dreaming import (
+from lw_temporal import DreamContext, RunRecord
+from lw_temporal.dreaming import (
     CommandRecord,
     Consolidation,
     DefaultConsolidator,
-    DreamContext,
     FailureRecord,
     MemoryOpRecord,
-    RunRecord,
 )
 
 NOTE = DefaultConsolidator.NOTE_PATH

@@ -9,7 +9,7 @@ from pathlib import Path
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal._dreaming import DreamStatus
+from lw_temporal.dreaming import DreamStatus
 
 from ._dreaming_support import (
     Script,

@@ -13,10 +13,10 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal._dreaming import DreamInput, DreamOptions, DreamResult, DreamStatus
 from lw_temporal._dreaming._bookkeeping import DreamBooks
-from lw_temporal._errors import INVALID_REQUEST, UNKNOWN_DEFINITION
-from lw_temporal._ids import DataLayout
+from lw_temporal.dreaming import DreamInput, DreamOptions, DreamResult, DreamStatus
+from lw_temporal.errors import INVALID_REQUEST, UNKNOWN_DEFINITION
+from lw_temporal.ids import DataLayout
 
 from ._dreaming_support import dreaming_worker, start_dream, unique_definition
 

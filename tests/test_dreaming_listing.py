@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal._dreaming import DreamInput, DreamState, DreamStatus, list_dreams
+from lw_temporal.dreaming import DreamInput, DreamState, DreamStatus, list_dreams
 
 from ._dreaming_support import unique_definition
 from .conftest import pydantic_client

@@ -11,7 +11,7 @@ import pytest
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal._dreaming import (
+from lw_temporal.dreaming import (
     DefaultConsolidator,
     DreamResult,
     DreamStatus,

@@ -9,7 +9,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from lw_temporal import LittleWorkflowPlugin
-from lw_temporal._dreaming import DreamStatus, approve_dream, reject_dream
+from lw_temporal.dreaming import DreamStatus, approve_dream, reject_dream
 
 from ._dreaming_support import (
     Script,

@@ -20,15 +20,11 @@ from temporalio.client import (
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from lw_temporal import LittleWorkflowPlugin, StoreKind, StoreRef
+from lw_temporal import LittleWorkflowPlugin
 from lw_temporal._demo import run_pipeline
-from lw_temporal._dreaming import (
-    DreamOptions,
-    DreamResult,
-    DreamStatus,
-    schedule_dreaming,
-)
-from lw_temporal._ids import DataLayout
+from lw_temporal.dreaming import DreamOptions, DreamResult, DreamStatus, schedule_dreaming
+from lw_temporal.ids import DataLayout
+from lw_temporal.memory import StoreKind, StoreRef
 from workflows.pipeline import DEFINITIONS, sample_model
 
 from ._cli_support import cli

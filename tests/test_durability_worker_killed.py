@@ -15,8 +15,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import DataLayout, LittleWorkflowPlugin, pipeline_key
-from lw_temporal._workflows import AgentInput, AgentResult
+from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin
+from lw_temporal.ids import DataLayout, pipeline_key
 from workflows.pipeline import DEFINITIONS
 
 from ._durability_worker import MARKER, start_worker, wait_for

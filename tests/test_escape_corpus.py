@@ -22,9 +22,13 @@ import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import LittleWorkflowPlugin, MemoryConfig, WorkflowDefinition
-from lw_temporal._bash import BashResult
-from lw_temporal._definitions import AttachSpec
+from lw_temporal import (
+    AttachSpec,
+    BashResult,
+    LittleWorkflowPlugin,
+    MemoryConfig,
+    WorkflowDefinition,
+)
 from tests._bash_support import bash_worker, snapshot
 
 WORKER = "pipeline_esc/sub-runs/run_cr@1/steps/step_1"

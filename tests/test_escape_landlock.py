@@ -10,7 +10,7 @@ import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal._bash import BashResult
+from lw_temporal import BashResult
 from lw_temporal._sandbox import landlock_abi
 from tests.test_escape_corpus import (
     ATTEMPTS,

@@ -11,9 +11,9 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import AgentId, DataLayout, Role, WorkflowDefinition
-from lw_temporal._agent import ModelRequest, ModelResponse, ScriptedModel, tool
-from lw_temporal._workflows import AgentInput
+from lw_temporal import AgentInput, ModelRequest, ModelResponse, Role, WorkflowDefinition
+from lw_temporal.ids import AgentId, DataLayout
+from lw_temporal.testing import ScriptedModel, tool
 
 from ._hierarchy_support import lw_worker
 

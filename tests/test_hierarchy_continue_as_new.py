@@ -7,10 +7,9 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import Role, WorkflowDefinition
-from lw_temporal._agent import ScriptedModel, tool
-from lw_temporal._errors import TURN_LIMIT
-from lw_temporal._workflows import AgentInput, AgentResult
+from lw_temporal import AgentInput, AgentResult, Role, WorkflowDefinition
+from lw_temporal.errors import TURN_LIMIT
+from lw_temporal.testing import ScriptedModel, tool
 
 from ._hierarchy_support import failure_type, lw_worker
 

@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import Role, WorkflowDefinition
-from lw_temporal._agent import ScriptedModel, tool
-from lw_temporal._errors import HIERARCHY_VIOLATION, INVALID_WORKFLOW_ID, UNKNOWN_DEFINITION
-from lw_temporal._workflows import AgentInput
+from lw_temporal import AgentInput, Role, WorkflowDefinition
+from lw_temporal.errors import HIERARCHY_VIOLATION, INVALID_WORKFLOW_ID, UNKNOWN_DEFINITION
+from lw_temporal.testing import ScriptedModel, tool
 
 from ._hierarchy_support import failure_type, lw_worker
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import AgentId, DataLayout, Role, WorkflowDefinition
-from lw_temporal._agent import ModelRequest, ScriptedModel, ToolCall, tool
+from lw_temporal import AgentInput, AgentResult, ModelRequest, Role, ToolCall, WorkflowDefinition
 from lw_temporal._agent._tools import MEMORY_READ_BYTES as MEMORY_TEXT_CAP
-from lw_temporal._workflows import AgentInput, AgentResult
+from lw_temporal.ids import AgentId, DataLayout
+from lw_temporal.testing import ScriptedModel, tool
 
 from ._hierarchy_support import lw_worker
 

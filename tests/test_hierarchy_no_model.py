@@ -9,7 +9,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lw_temporal import AgentInput, LittleWorkflowPlugin, WorkflowDefinition
-from lw_temporal._errors import MODEL_NOT_CONFIGURED
+from lw_temporal.errors import MODEL_NOT_CONFIGURED
 
 from ._hierarchy_support import failure_type
 from .conftest import plugin_client

@@ -8,22 +8,33 @@ from pathlib import Path
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
+from temporalio.common import SearchAttributeKey
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import MemoryConfig, Role, WorkflowDefinition
-from lw_temporal._agent import ModelRequest, ModelResponse, ScriptedModel, ToolCall, tool
-from lw_temporal._agent._tools import TASK_CAP
-from lw_temporal._workflows import (
-    DEFINITION_KEY,
-    PROGRESS_QUERY,
-    ROLE_KEY,
+from lw_temporal import (
     AgentInput,
     AgentResult,
+    MemoryConfig,
+    ModelRequest,
+    ModelResponse,
+    Role,
+    ToolCall,
+    WorkflowDefinition,
+)
+from lw_temporal._agent._tools import TASK_CAP
+from lw_temporal.ids import (
+    PROGRESS_QUERY,
+    SEARCH_ATTRIBUTE_DEFINITION,
+    SEARCH_ATTRIBUTE_ROLE,
     Progress,
 )
 from lw_temporal.options import DeploymentOptions, ModelCallOptions
+from lw_temporal.testing import ScriptedModel, tool
 
 from ._hierarchy_support import lw_worker
+
+ROLE_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_ROLE)
+DEFINITION_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_DEFINITION)
 
 ALPHA = WorkflowDefinition(id="alpha", memory=MemoryConfig(workflow="none"))
 BETA = WorkflowDefinition(id="beta")

@@ -9,8 +9,8 @@ import struct
 import threading
 from pathlib import Path
 
-from lw_temporal import MemoryStores, Provenance, StoreKind, StoreRef
-from lw_temporal._ids import DataLayout
+from lw_temporal.ids import DataLayout
+from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
 
 STORE = StoreRef(StoreKind.ORG, "org")
 

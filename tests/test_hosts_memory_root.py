@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from lw_temporal import DataLayout
-from lw_temporal._ids import AgentId
 from lw_temporal._topology import Topology, TopologyMismatch
+from lw_temporal.ids import AgentId, DataLayout
 
 REPO = Path(__file__).resolve().parent.parent
 

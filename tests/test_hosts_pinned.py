@@ -14,9 +14,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import DataLayout, LittleWorkflowPlugin
-from lw_temporal._ids import parse_workflow_id
-from lw_temporal._workflows import AgentInput, AgentResult
+from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin
+from lw_temporal.ids import DataLayout, parse_workflow_id
 from workflows.pipeline import DEFINITIONS
 
 from ._durability_worker import start_worker, wait_for

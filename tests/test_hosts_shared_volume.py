@@ -11,8 +11,8 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import DataLayout, LittleWorkflowPlugin
-from lw_temporal._workflows import AgentInput, AgentResult
+from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin
+from lw_temporal.ids import DataLayout
 from workflows.pipeline import DEFINITIONS
 
 from ._durability_worker import MARKER, start_worker, wait_for

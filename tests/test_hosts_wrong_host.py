@@ -10,7 +10,7 @@ from pathlib import Path
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal._ids import parse_workflow_id
+from lw_temporal.ids import parse_workflow_id
 
 from ._hosts_support import (
     Forcing,

@@ -223,9 +223,9 @@ async def test_a_run_nobody_serves_says_a_worker_may_be_missing(
 def test_a_tree_line_says_what_an_agent_is_doing_and_what_it_spent() -> None:
     from temporalio.client import WorkflowExecutionStatus
 
-    from lw_temporal._agent._protocol import Usage
     from lw_temporal._live import Node
-    from lw_temporal._workflows import Progress
+    from lw_temporal.ids import Progress
+    from lw_temporal.models import Usage
 
     progress = Progress(
         workflow_id="pipeline_a/sub-runs/run_review@1",

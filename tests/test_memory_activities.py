@@ -4,12 +4,13 @@ delete, and an audit line per mutation naming the workflow and activity."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import LittleWorkflowPlugin, StoreKind, StoreRef, WorkflowDefinition
-from lw_temporal._definitions import sha256_hex
+from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
+from lw_temporal.memory import StoreKind, StoreRef
 
 from ._memory_support import call, memory_harness
 
@@ -46,7 +47,7 @@ async def test_planner_crud_on_its_workflow_memory(
     expected = "# Lessons\n- retry flaky calls\n- cache the schema\n"
     read = out[3].result
     assert read["content"] == expected
-    assert read["content_sha256"] == sha256_hex(expected.encode())
+    assert read["content_sha256"] == hashlib.sha256(expected.encode()).hexdigest()
     assert out[2].result["content_sha256"] == read["content_sha256"]
     assert (store_root / "lessons" / "first.md").read_text() == expected
 
@@ -117,5 +118,6 @@ async def test_reads_are_bounded_and_paged(
     first, tail = out[1].result, out[2].result
     assert first["content"] == body[:30] and first["truncated"] and first["size"] == 100
     assert tail["content"] == body[90:] and not tail["truncated"]
-    assert first["content_sha256"] == tail["content_sha256"] == sha256_hex(body.encode())
+    expected = hashlib.sha256(body.encode()).hexdigest()
+    assert first["content_sha256"] == tail["content_sha256"] == expected
     assert not out[3].ok  # above the per-read cap: refused before reaching the store

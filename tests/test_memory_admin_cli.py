@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from lw_temporal._cli import main
-from lw_temporal._ids import DataLayout
-from lw_temporal._memory import MemoryStores, MutationResult, Provenance
-from lw_temporal._scope import StoreKind, StoreRef
+from lw_temporal.ids import DataLayout
+from lw_temporal.memory import MemoryStores, MutationResult, Provenance, StoreKind, StoreRef
 
 STORE = StoreRef(StoreKind.WORKFLOW, "notes")
 SECRET = "jane.doe@example.com"

@@ -11,16 +11,9 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import (
-    ABSENT,
-    LittleWorkflowPlugin,
-    MemoryStores,
-    Provenance,
-    StoreKind,
-    StoreRef,
-    WorkflowDefinition,
-)
-from lw_temporal._ids import DataLayout
+from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
+from lw_temporal.ids import DataLayout
+from lw_temporal.memory import ABSENT, MemoryStores, Provenance, StoreKind, StoreRef
 
 from ._memory_support import call, memory_harness
 

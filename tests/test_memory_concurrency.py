@@ -12,15 +12,9 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import (
-    LittleWorkflowPlugin,
-    MemoryStores,
-    Provenance,
-    StoreKind,
-    StoreRef,
-    WorkflowDefinition,
-)
-from lw_temporal._ids import DataLayout
+from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
+from lw_temporal.ids import DataLayout
+from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
 
 from ._memory_support import call, memory_harness
 

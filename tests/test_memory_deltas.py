@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from lw_temporal import MemoryStores, Provenance, StagedChange, StoreKind, StoreRef
-from lw_temporal._ids import DataLayout
+from lw_temporal._memory import StagedChange
+from lw_temporal.ids import DataLayout
+from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
 
 STORE = StoreRef(StoreKind.WORKFLOW, "notes")
 ADMIN = Provenance.admin("t")

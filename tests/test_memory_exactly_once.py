@@ -8,7 +8,8 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import LittleWorkflowPlugin, StoreKind, StoreRef, WorkflowDefinition
+from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
+from lw_temporal.memory import StoreKind, StoreRef
 
 from ._memory_support import call, memory_harness
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from lw_temporal import MemoryStores, Provenance, StoreKind, StoreRef
-from lw_temporal._ids import DataLayout
 from lw_temporal._memory._stores import Cancelled
+from lw_temporal.ids import DataLayout
+from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
 
 STORE = StoreRef(StoreKind.ORG, "org")
 

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import LittleWorkflowPlugin, StoreKind, StoreRef, WorkflowDefinition
+from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._cli import main
 from lw_temporal._memory._manifest import manifests_dir, read_manifest
+from lw_temporal.memory import StoreKind, StoreRef
 
 from ._memory_support import call, memory_harness
 

@@ -11,7 +11,8 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import LittleWorkflowPlugin, Provenance, StoreKind, StoreRef, WorkflowDefinition
+from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
+from lw_temporal.memory import Provenance, StoreKind, StoreRef
 
 from ._memory_support import call, memory_harness
 

@@ -9,14 +9,8 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import (
-    LittleWorkflowPlugin,
-    MemoryQuota,
-    Provenance,
-    StoreKind,
-    StoreRef,
-    WorkflowDefinition,
-)
+from lw_temporal import LittleWorkflowPlugin, MemoryQuota, WorkflowDefinition
+from lw_temporal.memory import Provenance, StoreKind, StoreRef
 from lw_temporal.options import MemoryOptions
 
 from ._memory_support import call, memory_harness

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from lw_temporal import MemoryStores, Provenance, StoreKind, StoreRef
-from lw_temporal._ids import DataLayout
 from lw_temporal._memory import _journal, _ledger
+from lw_temporal.ids import DataLayout
+from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
 
 STORE = StoreRef(StoreKind.WORKFLOW, "notes")
 PROV = Provenance(

@@ -11,11 +11,19 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from lw_temporal import LittleWorkflowPlugin, MemoryStores, Provenance, StoreKind, StoreRef
+from lw_temporal import LittleWorkflowPlugin
 from lw_temporal._cli import main
-from lw_temporal._ids import DataLayout
-from lw_temporal._memory import VersionRetention
-from lw_temporal._retention import RETENTION_WORKFLOW, GcReport, RetentionPolicy
+from lw_temporal.ids import DataLayout
+from lw_temporal.memory import (
+    RETENTION_WORKFLOW,
+    GcReport,
+    MemoryStores,
+    Provenance,
+    RetentionPolicy,
+    StoreKind,
+    StoreRef,
+    VersionRetention,
+)
 
 from .conftest import plugin_client
 

@@ -8,15 +8,8 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import (
-    AttachSpec,
-    LittleWorkflowPlugin,
-    MemoryConfig,
-    Provenance,
-    StoreKind,
-    StoreRef,
-    WorkflowDefinition,
-)
+from lw_temporal import AttachSpec, LittleWorkflowPlugin, MemoryConfig, WorkflowDefinition
+from lw_temporal.memory import Provenance, StoreKind, StoreRef
 
 from ._memory_support import call, memory_harness
 

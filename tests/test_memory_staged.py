@@ -6,15 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lw_temporal import (
-    MemoryQuota,
-    MemoryStores,
-    Provenance,
-    StagedChange,
-    StoreKind,
-    StoreRef,
-)
-from lw_temporal._ids import DataLayout
+from lw_temporal import MemoryQuota
+from lw_temporal._memory import StagedChange
+from lw_temporal.ids import DataLayout
+from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
 
 STORE = StoreRef(StoreKind.WORKFLOW, "notes")
 BASH = Provenance(

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lw_temporal import MemoryStores, Provenance, StoreKind, StoreRef
-from lw_temporal._ids import DataLayout
+from lw_temporal.ids import DataLayout
+from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
 
 STORE = StoreRef(StoreKind.WORKFLOW, "notes")
 ADMIN = Provenance.admin("alice")

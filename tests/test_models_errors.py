@@ -9,8 +9,7 @@ from datetime import timedelta
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from lw_temporal import Role
-from lw_temporal._agent import Model, ModelRequest, ModelResponse, ToolCall
+from lw_temporal import Model, ModelRequest, ModelResponse, Role, ToolCall
 from lw_temporal.models import (
     MODEL_AUTH,
     MODEL_CONTEXT_OVERFLOW,

@@ -14,10 +14,17 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import AgentId, WorkflowDefinition
-from lw_temporal._agent import Model, ModelRequest, ModelResponse, ToolCall
+from lw_temporal import (
+    AgentInput,
+    AgentResult,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    WorkflowDefinition,
+)
 from lw_temporal._agent._conversation import CUT_NOTE
-from lw_temporal._workflows import AgentInput, AgentResult
+from lw_temporal.ids import AgentId
 from lw_temporal.models import AnthropicModel, OpenAIModel
 
 from ._hierarchy_support import lw_worker

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import AgentId, DataLayout
-from lw_temporal._agent import Model, ModelRequest, ModelResponse
-from lw_temporal._workflows import PROGRESS_QUERY, AgentInput, AgentResult, Progress
+from lw_temporal import AgentInput, AgentResult, Model, ModelRequest, ModelResponse
+from lw_temporal.ids import PROGRESS_QUERY, AgentId, DataLayout, Progress
 from lw_temporal.models import AnthropicModel, OpenAIModel
 from workflows.pipeline import DEFINITIONS, sample_model
 

@@ -8,7 +8,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
-from lw_temporal._errors import INVALID_WORKFLOW_ID, UNKNOWN_DEFINITION
+from lw_temporal.errors import INVALID_WORKFLOW_ID, UNKNOWN_DEFINITION
 
 
 def plugin(tmp_path: Path) -> LittleWorkflowPlugin:

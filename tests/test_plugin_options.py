@@ -10,8 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from lw_temporal import DefaultScanner, LittleWorkflowPlugin, MemoryQuota, WorkflowDefinition
-from lw_temporal.dreaming import Consolidation, DefaultConsolidator, DreamContext, RunRecord
+from lw_temporal import (
+    DefaultScanner,
+    DreamContext,
+    LittleWorkflowPlugin,
+    MemoryQuota,
+    RunRecord,
+    WorkflowDefinition,
+)
+from lw_temporal.dreaming import Consolidation, DefaultConsolidator
 from lw_temporal.options import (
     BashOptions,
     DeploymentOptions,

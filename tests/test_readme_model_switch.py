@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lw_temporal import LittleWorkflowPlugin, Role
-from lw_temporal._agent import ModelRequest, ModelResponse, ToolCall
+from lw_temporal import LittleWorkflowPlugin, ModelRequest, ModelResponse, Role, ToolCall
 from lw_temporal.models import AnthropicModel
 
 from ._provider_standins import AnthropicStandIn

@@ -20,10 +20,10 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
-from lw_temporal import AgentId, LittleWorkflowPlugin
-from lw_temporal._agent import ToolCall
+from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin, ToolCall
 from lw_temporal._plugin import _passthrough
-from lw_temporal._workflows import AgentInput, AgentResult, Planner
+from lw_temporal._workflows import Planner
+from lw_temporal.ids import AgentId
 from workflows.pipeline import DEFINITIONS, sample_model
 
 from ._hierarchy_support import lw_worker

@@ -18,8 +18,8 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from lw_temporal._ids import DataLayout, parse_workflow_id
-from lw_temporal._retention import RetentionPolicy, collect_garbage
+from lw_temporal.ids import DataLayout, parse_workflow_id
+from lw_temporal.memory import RetentionPolicy, collect_garbage
 
 from ._cli_support import cli
 from .conftest import pydantic_client

@@ -19,8 +19,8 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
-from lw_temporal._ids import DataLayout, parse_workflow_id
-from lw_temporal._retention import GcReport, schedule_retention
+from lw_temporal.ids import DataLayout, parse_workflow_id
+from lw_temporal.memory import GcReport, schedule_retention
 
 from ._cli_support import cli
 from .conftest import plugin_client

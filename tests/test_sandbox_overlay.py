@@ -11,8 +11,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
-from lw_temporal._errors import SANDBOX_UNAVAILABLE
 from lw_temporal._sandbox import collect_changes
+from lw_temporal.errors import SANDBOX_UNAVAILABLE
 from tests._bash_support import bash_worker
 
 PLANNER = "run_cr@1"

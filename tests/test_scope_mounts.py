@@ -6,15 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from lw_temporal import (
-    DataLayout,
-    DefinitionRegistry,
-    InvalidWorkflowId,
-    MemoryConfig,
-    Scope,
-    WorkflowDefinition,
-    derive_scope,
-)
+from lw_temporal import MemoryConfig, WorkflowDefinition
+from lw_temporal._definitions import DefinitionRegistry
+from lw_temporal._scope import Scope, derive_scope
+from lw_temporal.ids import DataLayout, InvalidWorkflowId
 
 ROOT = Path("/srv/lw")
 LAYOUT = DataLayout.at(ROOT)

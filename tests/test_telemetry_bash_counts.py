@@ -3,7 +3,8 @@ result carries (which stop at 100), and says which limit stopped it."""
 
 from __future__ import annotations
 
-from lw_temporal._bash import MAX_LISTED_CHANGES, BashResult, MemoryChange
+from lw_temporal import BashResult
+from lw_temporal._bash import MAX_LISTED_CHANGES, MemoryChange
 from lw_temporal._telemetry._facts import Facts
 
 

@@ -12,16 +12,16 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lw_temporal import (
+    AgentInput,
+    AgentResult,
     LittleWorkflowPlugin,
     ModelRequest,
     ModelResponse,
     Role,
-    ScriptedModel,
     WorkflowDefinition,
-    tool,
 )
-from lw_temporal._agent._protocol import Usage
-from lw_temporal._workflows import AgentInput, AgentResult
+from lw_temporal.models import Usage
+from lw_temporal.testing import ScriptedModel, tool
 
 from .conftest import Traces
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import MemoryQuota, Role, ScriptedModel, WorkflowDefinition, tool
-from lw_temporal._workflows import AgentInput, AgentResult
+from lw_temporal import AgentInput, AgentResult, MemoryQuota, Role, WorkflowDefinition
 from lw_temporal.options import BashOptions
+from lw_temporal.testing import ScriptedModel, tool
 
 from ._hierarchy_support import lw_worker
 from .conftest import Traces

@@ -10,7 +10,7 @@ from pathlib import Path
 from opentelemetry.sdk.trace import ReadableSpan
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal._ids import parse_workflow_id
+from lw_temporal.ids import parse_workflow_id
 
 from ._telemetry_support import run_sample_pipeline
 from .conftest import Traces

@@ -10,11 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lw_temporal import AgentId, DataLayout, InvalidWorkflowId, Role, parse_workflow_id
-from lw_temporal._ids import (
+from lw_temporal import Role
+from lw_temporal.ids import (
     DEFINITION_ID_PATTERN,
     MAX_WORKFLOW_ID_LENGTH,
     TOKEN_PATTERN,
+    AgentId,
+    DataLayout,
+    InvalidWorkflowId,
+    parse_workflow_id,
     parse_workflow_id_for_type,
 )
 

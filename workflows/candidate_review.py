@@ -11,16 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lw_temporal import (
-    MemoryConfig,
-    ModelRequest,
-    Role,
-    ScriptKey,
-    ScriptTurn,
-    ToolCall,
-    WorkflowDefinition,
-    tool,
-)
+from lw_temporal import MemoryConfig, ModelRequest, Role, ToolCall, WorkflowDefinition
+from lw_temporal.testing import ScriptKey, ScriptTurn, tool
 
 from .candidate_scoring import candidate_scoring
 

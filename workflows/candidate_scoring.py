@@ -6,17 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lw_temporal import (
-    AttachSpec,
-    MemoryConfig,
-    ModelRequest,
-    Role,
-    ScriptKey,
-    ScriptTurn,
-    ToolCall,
-    WorkflowDefinition,
-    tool,
-)
+from lw_temporal import AttachSpec, MemoryConfig, ModelRequest, Role, ToolCall, WorkflowDefinition
+from lw_temporal.testing import ScriptKey, ScriptTurn, tool
 
 candidate_scoring = WorkflowDefinition(
     id="candidate-scoring",

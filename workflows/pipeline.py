@@ -10,17 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lw_temporal import (
-    ModelRequest,
-    ModelResponse,
-    Role,
-    ScriptedModel,
-    ScriptKey,
-    ScriptTurn,
-    ToolCall,
-    WorkflowDefinition,
-    tool,
-)
+from lw_temporal import ModelRequest, ModelResponse, Role, ToolCall, WorkflowDefinition
+from lw_temporal.testing import ScriptedModel, ScriptKey, ScriptTurn, tool
 
 from . import candidate_review as review
 from . import candidate_scoring as scoring

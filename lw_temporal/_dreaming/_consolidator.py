@@ -20,6 +20,9 @@ class Note:
 
 @dataclass(frozen=True)
 class DreamContext:
+    """What a consolidator knows besides the runs: the target definition id, the dream's
+    workflow ID, the target store's current files and the state it kept last time."""
+
     target: str
     workflow_id: str
     #: The target store's text files (relative path -> content), bounded in size.

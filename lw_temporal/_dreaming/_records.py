@@ -247,18 +247,26 @@ class ShowRequest(FrozenModel):
 
 
 class CommandRecord(FrozenModel):
+    """One bash command a run's agent ran, with how it ended (``rejection`` when it was
+    refused before running)."""
+
     command: str
     exit_code: int | None = None
     rejection: str | None = None
 
 
 class FailureRecord(FrozenModel):
+    """A failed activity or child workflow of the run, with its message."""
+
     #: ``activity:<type>`` or ``workflow:<type>``.
     source: str
     message: str
 
 
 class MemoryOpRecord(FrozenModel):
+    """One memory operation of the run (a tool call or a bash-made change), with the
+    content it wrote, cut to a bounded length."""
+
     op: str
     path: str | None = None
     content: str | None = None

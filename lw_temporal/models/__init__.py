@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._agent import Model, ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
+from .._agent import Model, ModelRequest, ModelResponse, ToolCall, ToolResult, ToolSpec, Usage
 from ._errors import (
     MODEL_AUTH,
     MODEL_CONTEXT_OVERFLOW,
@@ -49,6 +49,7 @@ __all__ = [
     "OpenAIModel",
     "ToolCall",
     "ToolResult",
+    "ToolSpec",
     "Usage",
     "model_from_spec",
 ]
