@@ -8,12 +8,16 @@ same versions, audit trail, quotas and scanning::
     notes = StoreRef(StoreKind.WORKFLOW, "research")
     stores.write(notes, "notes.md", b"...", provenance=Provenance.admin("alice"))
     for entry in stores.audit(notes, path="notes.md"):
-        print(entry.time, entry.who, entry.op, entry.sha256_after)
+        print(entry.time, entry.by(), entry.op, entry.sha256_after)
 
 A store is addressed by a :class:`StoreRef` (its :class:`StoreKind` and key: a
 definition id, a pipeline key, or ``org``); every mutation takes a :class:`Provenance`
 saying who made it. ``Provenance.run_id`` is Temporal's run id of the activity that made
 a change (one execution), not a parsed workflow ID (that is ``lw_temporal.ids.AgentId``).
+What an operator types resolves on the stores, as ``lw-temporal memory`` resolves it:
+``stores.find_store("workflow:research")`` (or ``pipeline:`` and a unique prefix of the
+key), ``stores.admin_path(store, "notes.md")``, ``stores.find_version(store, rel,
+"3f2a9c1")``; a name that does not resolve raises :class:`StoreNotFound` saying why.
 
 Scratch retention (deleting the scratch of runs closed long enough ago) lives here
 too: :class:`RetentionPolicy`, :func:`collect_garbage` and :func:`schedule_retention`.
@@ -40,6 +44,7 @@ from ._memory import (
     PruneResult,
     ReadResult,
     RedactResult,
+    StoreNotFound,
     VersionInfo,
     VersionRetention,
 )
@@ -73,6 +78,7 @@ __all__ = [
     "RedactResult",
     "RetentionPolicy",
     "StoreKind",
+    "StoreNotFound",
     "StoreRef",
     "VersionInfo",
     "VersionRetention",
