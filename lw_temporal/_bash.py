@@ -49,6 +49,8 @@ from ._sandbox import (
     SandboxSpec,
     SandboxUnavailable,
     SandboxUser,
+    SweepReport,
+    WorkerClaim,
     apply_changes,
     collect_changes,
     remove_tree,
@@ -57,6 +59,7 @@ from ._sandbox import (
     select_backend,
     self_test,
     shown_name,
+    sweep,
 )
 from ._scope import Mount, Scope, StoreRef
 
@@ -195,6 +198,7 @@ class BashActivities:
         # creating and removing three folders per command costs about as much as the
         # overlay mount itself.
         self._idle_staging: list[Path] = []
+        self._claim: WorkerClaim | None = None
 
     @property
     def callables(self) -> tuple[Callable[..., object], ...]:
@@ -216,11 +220,28 @@ class BashActivities:
         """Around a worker's run: select and self-test the backend before the first
         command. A failure is logged here and refuses every command (typed,
         non-retryable), while the worker's other activities keep serving."""
+        await asyncio.to_thread(self.sweep_leftovers)
         try:
             await self.ready_backend()
         except ApplicationError as err:
             activity_logger.warning("lw.bash will refuse every command: %s", err.message)
         yield
+
+    def claim(self) -> WorkerClaim:
+        """This worker's claim on the folders it stages commands in (taken once)."""
+        if self._claim is None:
+            self._claim = WorkerClaim(self.config.layout.local_state)
+        return self._claim
+
+    def sweep_leftovers(self) -> SweepReport:
+        """Remove the staging and private folders of workers that were killed (never a
+        running peer's; see :mod:`._sandbox._leftovers`)."""
+        try:
+            own = self.claim().owner
+            return sweep(self.config.layout.local_state, keep=own)
+        except OSError as err:
+            activity_logger.warning("lw.bash: leftover staging not swept: %s", err)
+            return SweepReport()
 
     async def ready_backend(self) -> Backend:
         """The backend, once its self-test has passed on this worker (fail closed:
@@ -363,7 +384,7 @@ class BashActivities:
         mounts = tuple(self._mount(scope, m, staged, overlay) for m in scope.mounts)
         private: Path | None = None
         if not backend.has_mount_view:
-            private = scope.layout.local_state / "sandbox" / f"run-{uuid.uuid4().hex}"
+            private = scope.layout.local_state / "sandbox" / f"run-{self.claim().name()}"
             private.mkdir(parents=True)
         return SandboxSpec(
             argv=("/bin/bash", "-c", command),
@@ -420,7 +441,7 @@ class BashActivities:
             if folder.parent == root and not _changed(folder):
                 return folder
             _discard(folder)
-        folder = root / uuid.uuid4().hex
+        folder = root / self.claim().name()
         for name in ("upper", "work", "merged", "lower"):
             (folder / name).mkdir(parents=True)
         if self.user is not None:  # the overlay's root is the upper folder: the user's

@@ -12,6 +12,7 @@ from ._backends import Backend, SandboxUnavailable, UnsandboxedBackend
 from ._bwrap import BwrapBackend
 from ._identity import SandboxUser, secure_data_dir
 from ._landlock import LandlockBackend, landlock_abi
+from ._leftovers import SweepReport, WorkerClaim, sweep
 from ._overlay import (
     CaptureLimits,
     UpperRefusal,
@@ -89,9 +90,11 @@ __all__ = [
     "SandboxUnavailable",
     "SandboxUser",
     "StoreChange",
+    "SweepReport",
     "SystemView",
     "UnsandboxedBackend",
     "UpperRefusal",
+    "WorkerClaim",
     "apply_changes",
     "collect_changes",
     "landlock_abi",
@@ -101,4 +104,5 @@ __all__ = [
     "select_backend",
     "self_test",
     "shown_name",
+    "sweep",
 ]
