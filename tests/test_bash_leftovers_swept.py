@@ -16,7 +16,7 @@ from pathlib import Path
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
-from lw_temporal._sandbox import SweepReport
+from lw_temporal._sandbox import SweepReport, remove_tree
 from tests._bash_support import bash_worker
 
 PLANNER = "pipeline_left/sub-runs/run_cr@1"
@@ -84,3 +84,4 @@ async def test_a_killed_workers_staging_is_swept_at_start(
         assert wrote.stdout == "ok\n", wrote.stderr
     finally:
         live.communicate("")
+        remove_tree(state / "staging")  # the peer's 1,200-deep tree, whatever happened
