@@ -23,7 +23,8 @@ TMP_PREFIX = ".lw-tmp-"
 MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 4096
 
-_CONTROL = re.compile("[\x00-\x1f\x7f]")
+#: Control characters, which no memory name may hold.
+CONTROL = _CONTROL = re.compile("[\x00-\x1f\x7f]")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 

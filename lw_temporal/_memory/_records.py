@@ -147,6 +147,10 @@ class ListEntry(FrozenModel):
     path: str
     kind: Literal["file", "dir", "link", "other"]
     size: int = 0
+    #: Set for a name memory cannot hold (not UTF-8, a control character), planted on
+    #: disk or kept from before such names were refused: ``path`` shows it escaped
+    #: (``\xff``), so the listing stays readable JSON, and this says why.
+    refused: str | None = None
 
 
 class ListResult(FrozenModel):

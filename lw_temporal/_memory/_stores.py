@@ -36,6 +36,7 @@ from .._config import LwConfig
 from .._definitions import MemoryQuota
 from .._errors import INVALID_REQUEST, MEMORY_NOT_FOUND, QUOTA_EXCEEDED, SCAN_BLOCKED, lw_error
 from .._ids import DataLayout
+from .._sandbox import shown_name
 from .._scan import DefaultScanner, Scanner
 from .._scope import StoreKind, StoreRef
 from . import _fs
@@ -227,7 +228,7 @@ class MemoryStores(StoreRetention):
                         if len(entries) >= limit:
                             truncated = True
                             break
-                        entries.append(ListEntry(path=sub, kind=k, size=size))
+                        entries.append(_entry(sub, k, size))
         finally:
             os.close(root_fd)
         return ListResult(path=shown, entries=tuple(entries), truncated=truncated)
@@ -679,3 +680,18 @@ class MemoryStores(StoreRetention):
                     os.close(root_fd)
             files.index.write_usage(usage, sync=True)
         return {"bytes": usage.live, "files": usage.files}
+
+
+def _entry(path: str, kind: str, size: int) -> ListEntry:
+    """A listing entry; a name memory cannot hold is shown escaped, with the reason."""
+    try:
+        path.encode("utf-8")
+        refused = (
+            "the name contains a control character; memory cannot read or write it"
+            if _fs.CONTROL.search(path)
+            else None
+        )
+    except UnicodeEncodeError:
+        refused = "the name is not valid UTF-8; memory cannot read or write it"
+    shown = path if refused is None else shown_name(path)
+    return ListEntry.model_validate({"path": shown, "kind": kind, "size": size, "refused": refused})

@@ -1,0 +1,81 @@
+"""A store that already holds a name memory refuses (planted on disk, or kept from
+before such names were refused at commit) stays fully usable: ``lw.memory.list``
+shows it escaped with the reason (valid JSON through Temporal), bash lists and reads
+around it on both backends, and ``lw-temporal memory audit|versions|restore|redact``
+keep working on the store."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
+from lw_temporal._cli import main
+from lw_temporal.memory import Provenance, StoreKind, StoreRef
+from tests._bash_support import SANDBOXES, bash_worker
+from tests._memory_support import call, memory_harness
+
+SECRET = "jane.doe@example.com"
+PLANTED = (b"bad\xffname", b"ctl\x1b[31mred", b"line\nbreak.md")
+
+
+async def _cli(capsys: pytest.CaptureFixture[str], data_dir: Path, *argv: str) -> str:
+    code = await asyncio.to_thread(
+        main, ["memory", argv[0], "--data-dir", str(data_dir), *argv[1:]]
+    )
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, ""), (argv, err)
+    return out
+
+
+def _plant(root: Path) -> None:
+    for name in PLANTED:
+        with open(os.path.join(os.fsencode(root), name), "wb") as f:
+            f.write(b"planted\n")
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+async def test_a_store_with_planted_names_stays_usable(
+    dev_env: WorkflowEnvironment,
+    data_dir: Path,
+    sandbox: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    target = f"planted{uuid.uuid4().hex[:6]}"
+    store = StoreRef(StoreKind.WORKFLOW, target)
+    plugin = LittleWorkflowPlugin(data_dir, [WorkflowDefinition(id=target)], sandbox=sandbox)
+    first = plugin.memory.write(
+        store, "lessons.md", f"call {SECRET}\n".encode(), provenance=Provenance.admin("seed")
+    )
+    plugin.memory.append(store, "lessons.md", b"then retry\n", provenance=Provenance.admin("seed"))
+    _plant(plugin.memory.root(store))
+    planner = f"run_{target}@{uuid.uuid4().hex[:8]}"
+    plugin.config.scope_of(planner, "lw.Planner").own_scratch.mkdir(parents=True)
+
+    async with memory_harness(dev_env, plugin, f"mem-{uuid.uuid4().hex[:8]}") as run:
+        (listed,) = await run(planner, call("lw.memory.list", path="/mnt/memory/workflow"))
+    assert listed.ok, listed.message
+    text = str(listed.result)
+    assert "bad\\\\xffname" in text and "not valid UTF-8" in text, text
+    assert "control character" in text and "lessons.md" in text
+
+    async with bash_worker(dev_env, plugin) as bash:
+        listing, read = await bash.run(
+            planner, ["ls /mnt/memory/workflow | wc -l", "cat /mnt/memory/workflow/lessons.md"]
+        )
+    assert listing.exit_code == 0 and read.stdout == f"call {SECRET}\nthen retry\n"
+
+    assert "lessons.md" in await _cli(capsys, data_dir, "audit", str(store))
+    versions = (await _cli(capsys, data_dir, "versions", str(store), "lessons.md")).splitlines()
+    assert len(versions) == 2
+    assert first.content_sha256 is not None
+    await _cli(
+        capsys, data_dir, "restore", str(store), "lessons.md", first.content_sha256, "--by", "carol"
+    )
+    await _cli(capsys, data_dir, "redact", str(store), "lessons.md", SECRET, "--by", "dpo")
+    assert (plugin.memory.root(store) / "lessons.md").read_text() == "call [REDACTED]\n"
