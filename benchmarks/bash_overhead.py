@@ -3,16 +3,17 @@ against plain ``bash -c true``, measured round-robin in the same run.
 
 ``lw.bash`` runs in-process through ``ActivityEnvironment`` with a real activity info
 (so the scope comes from the workflow ID as in production): pre-check, scratch and
-staging setup, the sandbox, output capture and, for the planner, reading the overlay's
-upper dir. The bare bwrap runs the identical bwrap command line (with the overlay's
-store bound directly, since a bare bwrap has no overlay) with the same ``bash -c true``
-through ``subprocess.run(capture_output=True)``, loading the same seccomp filter
-(``--seccomp``, a fresh descriptor each run as lw.bash does): no pre-check, no rlimits,
-no pids cgroup, no output caps. It runs as the same sandbox user (a root worker's
-commands never run as host root), started the same way (the spawning thread takes the
-user's ids around a vfork); lw.bash also sets its rlimits with ``prlimit`` inside.
-The runners take turns in a rotating order, so none always
-pays for the namespace teardown of the same predecessor.
+staging setup, the sandbox (rlimits, pids cgroup, seccomp), output capture and, for
+the planner, the overlay and reading its upper dir. The bare bwrap runs the command
+line lw.bash's own spec gives (the same mounts, namespaces, identity options and
+environment; only the overlay is a plain bind of its lower folder, since a bare bwrap
+has no overlay) with the same ``bash -c true`` through
+``subprocess.run(capture_output=True)``, loading the same seccomp filter the same way
+(``--seccomp``, a fresh descriptor each run as lw.bash does): no pre-check, no
+rlimits, no pids cgroup, no output caps. It runs as the same sandbox user (a root
+worker's commands never run as host root), started the same way (the spawning thread
+takes the user's ids around a vfork). The runners take turns in a rotating order, so
+none always pays for the namespace teardown of the same predecessor.
 
 Usage: python benchmarks/bash_overhead.py [--rounds N]
 """
@@ -23,20 +24,22 @@ import argparse
 import asyncio
 import dataclasses
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from temporalio.testing import ActivityEnvironment
 
 from lw_temporal import BashRequest, WorkflowDefinition
 from lw_temporal._bash import BashActivities
 from lw_temporal._config import LwConfig
-from lw_temporal._sandbox import BwrapBackend, SandboxMount, SandboxSpec
+from lw_temporal._sandbox import BwrapBackend
 from lw_temporal._sandbox._identity import thread_as
-from lw_temporal._scope import Scope
+from lw_temporal._scope import Mount, Scope
 
 ROLES = {
     "worker": ("pipeline_bench/sub-runs/run_bench@1/steps/step_1", "lw.Worker"),
@@ -44,15 +47,16 @@ ROLES = {
 }
 
 
-def bare_argv(scope: Scope, backend: BwrapBackend, seccomp_fd: int) -> list[str]:
-    mounts = []
-    for mount in scope.mounts:
-        mount.real.mkdir(parents=True, exist_ok=True)
-        mounts.append(SandboxMount(mount.real, mount.virtual, mount.mode))
-    spec = SandboxSpec(argv=("/bin/bash", "-c", "true"), cwd=scope.cwd, mounts=tuple(mounts))
-    argv, _ = backend.bwrap_argv(spec, seccomp_fd=seccomp_fd)
-    cut = argv.index("--")
-    return [*argv[:cut], "--", "/bin/bash", "-c", "true"]
+def bare_argv(
+    activities: BashActivities, scope: Scope, backend: BwrapBackend, seccomp_fd: int
+) -> list[str]:
+    staged: list[tuple[Mount, Path]] = []
+    spec = activities._spec(scope, backend, "true", 120, staged)
+    for _, folder in staged:
+        shutil.rmtree(folder)
+    mounts = tuple(dataclasses.replace(m, staging=None) for m in spec.mounts)
+    argv, _ = backend.bwrap_argv(dataclasses.replace(spec, mounts=mounts), seccomp_fd=seccomp_fd)
+    return argv
 
 
 async def timed(fn: Callable[[], Awaitable[object]]) -> float:
@@ -81,7 +85,7 @@ async def main(rounds: int) -> None:
                 assert result.exit_code == 0, result
                 return result
 
-            bare = bare_argv(scope, backend, -1)
+            bare = bare_argv(activities, scope, backend, -1)
             at = bare.index("--seccomp") + 1
 
             async def bare_bwrap(bare: list[str] = bare, at: int = at) -> object:

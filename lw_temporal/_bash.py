@@ -39,7 +39,7 @@ from ._config import LwConfig
 from ._errors import MEMORY_COMMIT_FAILED, SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
 from ._locks import lock_exclusive
 from ._mode import Mode
-from ._pathcheck import UNPARSEABLE, CheckResult, check_command, filter_listing
+from ._pathcheck import TOO_COSTLY, UNPARSEABLE, CheckResult, check_command, filter_listing
 from ._sandbox import (
     Backend,
     CaptureLimits,
@@ -59,6 +59,7 @@ from ._sandbox import (
     select_backend,
     self_test,
     shown_name,
+    staging_root,
     sweep,
 )
 from ._scope import Mount, Scope, StoreRef
@@ -275,9 +276,12 @@ class BashActivities:
     @activity.defn(name=BASH_ACTIVITY)
     async def bash(self, request: BashRequest) -> BashResult:
         # In a thread, heartbeating: a run's first scope records its manifest, which
-        # can wait for a store's lock while another command commits.
-        scope = await _beating(lambda: _heartbeat(0, 0), self._scope)
+        # can wait for a store's lock while another command commits. A known scope is
+        # a dict lookup, with no thread to wake.
         info = activity.info()
+        scope = self._scopes.get((info.workflow_id or "", info.workflow_type or ""))
+        if scope is None:
+            scope = await _beating(lambda: _heartbeat(0, 0), self._scope)
         safe_id = "".join(c if c.isalnum() or c in "._-" else "_" for c in info.activity_id)
         tag = f"{safe_id[:64]}-{info.attempt}-{uuid.uuid4().hex[:6]}"
         return await self.run(scope, request, tag=tag, heartbeat=_heartbeat)
@@ -381,7 +385,8 @@ class BashActivities:
         if self.user is not None:
             self.user.own(own)
         overlay = backend.has_mount_view
-        mounts = tuple(self._mount(scope, m, staged, overlay) for m in scope.mounts)
+        empty = _empty_dir(scope)
+        mounts = tuple(self._mount(scope, m, staged, overlay, empty) for m in scope.mounts)
         private: Path | None = None
         if not backend.has_mount_view:
             private = scope.layout.local_state / "sandbox" / f"run-{self.claim().name()}"
@@ -416,15 +421,23 @@ class BashActivities:
             await _beating(keep_alive, _discard, private)
 
     def _mount(
-        self, scope: Scope, mount: Mount, staged: list[tuple[Mount, Path]], overlay: bool
+        self,
+        scope: Scope,
+        mount: Mount,
+        staged: list[tuple[Mount, Path]],
+        overlay: bool,
+        empty: Path,
     ) -> SandboxMount:
         """The sandbox mount of one scope mount (missing stores show as empty folders).
 
         Without an overlay (a backend with no mount namespace) a writable memory
         mount is shown read-only: bash writes to memory need the staged commit."""
         source = mount.real
+        overlaid = mount.store is not None and mount.writable and overlay
         if not source.is_dir():
-            source = _empty_dir(scope)
+            if not overlaid:
+                return SandboxMount(empty, mount.virtual, Mode.RO, empty=True)
+            source = empty
         if mount.store is not None and mount.writable and not overlay:
             return SandboxMount(source, mount.virtual, Mode.RO)
         if mount.store is not None and mount.writable:
@@ -435,7 +448,7 @@ class BashActivities:
 
     def _staging(self, scope: Scope) -> Path:
         """An empty staging folder set: an idle one of this data dir, or a new one."""
-        root = scope.layout.local_state / "staging"
+        root = staging_root(scope.layout.local_state / "staging", self.user)
         while self._idle_staging:
             folder = self._idle_staging.pop()
             if folder.parent == root and not _changed(folder):
@@ -534,10 +547,23 @@ async def _beating(
         raise
 
 
+#: A command this short is first checked on the event loop with a budget short
+#: enough not to delay anything else there (most commands: checking costs far less
+#: than waking a thread); one that needs longer is checked again in a thread.
+_INLINE_CHECK_BYTES = 1024
+_INLINE_CHECK_SECONDS = 0.002
+
+
 async def _precheck(scope: Scope, command: str) -> CheckResult:
-    """The pre-check, in a thread (a costly command must not stall the worker's event
-    loop and its heartbeats) and fail-closed: a command it cannot finish reading is
-    refused like any other, never an activity failure that would be retried."""
+    """The pre-check, off the event loop unless it is short (a costly command must
+    not stall the worker's event loop and its heartbeats) and fail-closed: a command
+    it cannot finish reading is refused like any other, never an activity failure
+    that would be retried."""
+    if len(command) <= _INLINE_CHECK_BYTES:
+        with contextlib.suppress(Exception):  # any trouble: the thread's check answers
+            check = check_command(scope, command, budget=_INLINE_CHECK_SECONDS)
+            if not (check.rejection or "").startswith(TOO_COSTLY):
+                return check
     try:
         return await asyncio.to_thread(check_command, scope, command)
     except Exception as err:  # any input must get an answer

@@ -27,7 +27,7 @@ from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
     from lw_temporal import BashRequest, BashResult, LittleWorkflowPlugin
-    from lw_temporal._sandbox import landlock_abi
+    from lw_temporal._sandbox import SandboxUser, landlock_abi, staging_root
     from lw_temporal._scope import Scope
     from lw_temporal.ids import parse_workflow_id
 
@@ -131,6 +131,12 @@ async def bash_worker(
 
 
 # -- snapshots -------------------------------------------------------------------------
+
+
+def staging_folder(data_dir: Path) -> Path:
+    """Where a worker on ``data_dir`` keeps its overlay staging sets (``/dev/shm`` when
+    it can, else under ``.lw/``)."""
+    return staging_root(data_dir / ".lw" / "staging", SandboxUser.for_worker())
 
 
 def data_snapshot(scope: Scope) -> dict[str, tuple[object, ...]]:

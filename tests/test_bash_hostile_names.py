@@ -23,7 +23,7 @@ from lw_temporal._bash import DISCARDED
 from lw_temporal._cli import main
 from lw_temporal.dreaming import DreamResult, DreamStatus, approve_dream
 from lw_temporal.memory import Provenance, StoreKind, StoreRef
-from tests._bash_support import SANDBOXES, bash_worker, data_snapshot
+from tests._bash_support import SANDBOXES, bash_worker, data_snapshot, staging_folder
 from tests._dreaming_support import (
     dreaming_worker,
     start_dream,
@@ -73,7 +73,7 @@ HOSTILE = [
 
 def _staging_is_clean(data_dir: Path) -> bool:
     """Every staging folder left is an idle, empty one (kept for reuse)."""
-    staging = data_dir / ".lw" / "staging"
+    staging = staging_folder(data_dir)
     return not staging.exists() or all(
         not any((folder / "upper").iterdir()) for folder in staging.iterdir()
     )

@@ -6,14 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from temporalio.client import WorkflowFailureError
-from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._sandbox import collect_changes
-from lw_temporal.errors import SANDBOX_UNAVAILABLE
-from tests._bash_support import bash_worker
+from tests._bash_support import bash_worker, staging_folder
 
 PLANNER = "run_cr@1"
 STEP = "run_cr@1/steps/step_1"
@@ -60,7 +57,7 @@ async def test_planner_writes_are_committed_to_the_store(
     assert result.memory_refused == (
         "/mnt/memory/workflow/link: symlinks are not kept in memory; copy the file",
     )
-    assert not any((plugin.data_dir / ".lw" / "staging").iterdir())
+    assert not any(staging_folder(plugin.data_dir).iterdir())
 
 
 async def test_reading_memory_changes_nothing_and_workers_cannot_write(
@@ -114,7 +111,7 @@ def test_change_collection_walks_only_the_upper_dir(tmp_path: Path) -> None:
 async def test_idle_staging_is_reused_and_never_carries_a_change_over(
     dev_env: WorkflowEnvironment, plugin: LittleWorkflowPlugin, store: Path
 ) -> None:
-    staging = plugin.data_dir / ".lw" / "staging"
+    staging = staging_folder(plugin.data_dir)
     async with bash_worker(dev_env, plugin) as bash:
         reads = await bash.run(PLANNER, ["cat /mnt/memory/workflow/keep.md"] * 4)
         assert [r.stdout for r in reads] == ["keep\n"] * 4
@@ -138,16 +135,22 @@ async def test_idle_staging_is_reused_and_never_carries_a_change_over(
         assert not any((folder / "upper").iterdir())
 
 
-async def test_a_data_dir_overlay_options_cannot_carry_is_a_typed_error(
+async def test_a_data_dir_with_overlay_option_separators_works(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    odd = tmp_path / "data,dir"
+    # The overlay is mounted with names relative to its staging folder, so a data dir
+    # whose path holds ',' ':' or '\\' needs no escaping (and no host path is shown).
+    odd = tmp_path / "data,dir:x\\y"
     odd.mkdir()
+    odd.chmod(0o755)
     plugin = LittleWorkflowPlugin(odd, [WorkflowDefinition(id="cr")])
     async with bash_worker(dev_env, plugin) as bash:
-        with pytest.raises(WorkflowFailureError) as err:
-            await bash.one(PLANNER, "true")
-    cause = err.value.cause
-    assert isinstance(cause, ActivityError) and isinstance(cause.cause, ApplicationError)
-    assert cause.cause.type == SANDBOX_UNAVAILABLE and cause.cause.non_retryable
-    assert "use a data dir without them" in str(cause.cause)
+        result = await bash.one(
+            PLANNER, "echo new > /mnt/memory/workflow/new.md && cat /proc/self/mountinfo"
+        )
+    assert result.exit_code == 0, result
+    assert [c.path for c in result.memory_changes] == ["/mnt/memory/workflow/new.md"]
+    assert (odd / "memory" / "workflows" / "cr" / "new.md").read_text() == "new\n"
+    overlay = [line for line in result.stdout.splitlines() if " /mnt/memory/workflow " in line]
+    assert overlay and "lowerdir=lower,upperdir=upper,workdir=work" in overlay[0], overlay
+    assert str(odd) not in overlay[0]

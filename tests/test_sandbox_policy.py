@@ -62,14 +62,13 @@ def options(argv: list[str]) -> list[str]:
 def test_worker_bwrap_argv_is_exact(tmp_path: Path) -> None:
     spec, d = spec_of(tmp_path, WORKER, BwrapBackend())
     argv, _ = BwrapBackend("/usr/bin/bwrap").bwrap_argv(spec)
-    empty = str(d / ".lw/sandbox/empty")
     assert options(argv) == [
         *HEAD,
         *SYSTEM_ARGV,
-        "--ro-bind", empty, "/mnt/memory/workflow",
-        "--ro-bind", empty, "/mnt/memory/org",
+        "--dir", "/mnt/memory/workflow",  # stores not made yet: empty, no host path
+        "--dir", "/mnt/memory/org",
         "--bind", str(d / "runs/run_cr@1/steps/step_1/scratch"), "/mnt/scratch/own",
-        "--ro-bind", empty, "/mnt/scratch/from-planner",
+        "--dir", "/mnt/scratch/from-planner",
         "--remount-ro", "/",
         "--chdir", "/mnt/scratch/own",
     ]  # fmt: skip
@@ -83,7 +82,7 @@ def test_planner_bwrap_argv_binds_the_overlay_not_the_store(tmp_path: Path) -> N
         *HEAD,
         *SYSTEM_ARGV,
         "--bind", "/merged", "/mnt/memory/workflow",
-        "--ro-bind", str(d / ".lw/sandbox/empty"), "/mnt/memory/org",
+        "--dir", "/mnt/memory/org",
         "--bind", str(d / "runs/run_cr@1/scratch"), "/mnt/scratch/own",
         "--remount-ro", "/",
         "--chdir", "/mnt/scratch/own",

@@ -39,9 +39,11 @@ async def test_landlock_passes(tmp_path: Path) -> None:
 
 
 class _Weakened(BwrapBackend):
-    def __init__(self, drop: tuple[str, ...] = (), add: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, drop: tuple[str, ...] = (), add: tuple[str, ...] = (), *, gated: bool = True
+    ) -> None:
         super().__init__()
-        self.drop, self.add = drop, add
+        self.drop, self.add, self.gated = drop, add, gated
 
     def launch(self, spec: SandboxSpec, args_fd: int, report_fd: int) -> Launch:
         launch = super().launch(spec, args_fd, report_fd)
@@ -57,7 +59,7 @@ class _Weakened(BwrapBackend):
             argv,
             launch.env,
             payload=payload,
-            gated=launch.gated,
+            gated=launch.gated and self.gated,
             fds=launch.fds,
             user=launch.user,
         )
@@ -68,8 +70,9 @@ class _Weakened(BwrapBackend):
     [
         (_Weakened(drop=("--seccomp",)), "no seccomp filter is in force"),
         (_Weakened(add=("--share-net",)), "the network is open"),
+        (_Weakened(gated=False), "rlimits are not in force"),
     ],
-    ids=["no-seccomp", "network"],
+    ids=["no-seccomp", "network", "no-rlimits"],
 )
 async def test_a_weakened_backend_is_refused(
     tmp_path: Path, backend: BwrapBackend, reason: str

@@ -38,7 +38,7 @@ def overlay_spec(tmp_path: Path, command: str, lower: Path | None = None) -> San
         (lower / "old" / "a.md").write_text("a\n")
         (lower / "gone.md").write_text("gone\n")
     staging = tmp_path / "staging"
-    for name in ("upper", "work", "merged"):
+    for name in ("upper", "work", "merged", "lower"):
         (staging / name).mkdir(parents=True)
     mount = SandboxMount(lower, TARGET, Mode.RW, staging)
     return SandboxSpec(
@@ -120,7 +120,7 @@ async def test_a_child_that_fails_without_a_word_is_a_launch_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     class Broken:
-        def __init__(self, overlays: object, report_fd: int) -> None:
+        def __init__(self, overlays: object, report_fd: int, **_: object) -> None:
             pass
 
         def __call__(self) -> None:

@@ -20,6 +20,7 @@ from ._overlay import (
     collect_changes,
     remove_tree,
     shown_name,
+    staging_root,
 )
 from ._run import OutputSink, RunOutcome, run_sandboxed
 from ._selftest import self_test
@@ -104,5 +105,6 @@ __all__ = [
     "select_backend",
     "self_test",
     "shown_name",
+    "staging_root",
     "sweep",
 ]

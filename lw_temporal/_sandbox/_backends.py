@@ -36,9 +36,9 @@ class Launch:
     #: Bytes the runner writes to ``args_fd`` (bwrap's ``--args``).
     payload: bytes | None = None
     #: The launcher waits for ``payload`` before it forks, so the runner sets its
-    #: rlimits first (otherwise the argv or the launcher itself does). Only for a
-    #: launcher of the worker's own uid: the worker may lack CAP_SYS_RESOURCE (as in
-    #: containers) and then cannot set another user's limits.
+    #: rlimits first, with ``prlimit(2)`` from the spawning thread while it holds
+    #: ``user``'s ids (otherwise the argv or the launcher itself sets them): no exec
+    #: of a helper per command, and no CAP_SYS_RESOURCE needed (containers lack it).
     gated: bool = False
     #: Overlays the runner mounts in the mount namespace ``argv`` starts in.
     overlays: tuple[Overlay, ...] = ()

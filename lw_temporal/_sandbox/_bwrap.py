@@ -11,7 +11,6 @@ bwrap starts from (:mod:`._userns`), and bwrap binds the merged folders.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import shutil
@@ -20,11 +19,18 @@ from pathlib import PurePosixPath
 
 from .._mode import Mode
 from . import _seccomp
-from ._backends import Backend, Launch, SandboxUnavailable, rlimit_argv, script_through_fd
+from ._backends import Backend, Launch, SandboxUnavailable, script_through_fd
 from ._spec import Limits, SandboxMount, SandboxSpec, SystemView
 from ._userns import Overlay
 
 _SANDBOX_UID = "1000"
+
+#: The overlay of a writable memory mount, in names relative to its staging folder
+#: (the mount is made from inside it): the sandbox's ``/proc/self/mountinfo`` shows
+#: these options, and they name no host path. ``volatile``: the upper folder is
+#: scratch that the worker reads once the command is over (the commit makes the
+#: store durable), so nothing syncs the worker's disk at copy-up or at unmount.
+OVERLAY_OPTIONS = "userxattr,volatile,lowerdir=lower,upperdir=upper,workdir=work"
 
 
 class BwrapBackend(Backend):
@@ -80,42 +86,29 @@ class BwrapBackend(Backend):
         return [self.bwrap, "--args", str(args_fd), *command], options[1]
 
     def launch(self, spec: SandboxSpec, args_fd: int, report_fd: int) -> Launch:
-        spec, fds = script_through_fd(spec)
-        gated = spec.user is None
-        if not gated:  # a separate user: the command sets its own limits, then execs
-            spec = dataclasses.replace(spec, argv=(*rlimit_argv(spec.limits), *spec.argv))
-        fds = (*fds, self.seccomp_fd())
         overlays = [m for m in spec.mounts if m.overlay]
+        for mount in overlays:  # where the store is bound, before any descriptor opens
+            assert mount.staging is not None
+            (mount.staging / "lower").mkdir(exist_ok=True)
+        spec, fds = script_through_fd(spec)
+        fds = (*fds, self.seccomp_fd())
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
         if not overlays:
             argv, payload = self.bwrap_argv(spec, args_fd=args_fd, seccomp_fd=fds[-1])
-            return Launch(argv, env, payload=payload, gated=gated, fds=fds, user=spec.user)
+            return Launch(argv, env, payload=payload, gated=True, fds=fds, user=spec.user)
         merged: dict[str, str] = {}
         mounts: list[Overlay] = []
         for mount in overlays:
             assert mount.staging is not None
-            lower, upper = str(mount.source), str(mount.staging / "upper")
-            work, target = str(mount.staging / "work"), str(mount.staging / "merged")
-            for path in (lower, upper, work):
-                if any(c in path for c in ",:\\"):
-                    for fd in fds:
-                        os.close(fd)
-                    raise SandboxUnavailable(
-                        f"overlay folder {path!r} contains ',', ':' or '\\', which overlay "
-                        "mount options cannot carry; use a data dir without them"
-                    )
-            idmap = ""
-            if spec.user is not None:  # the worker's store shown as the sandbox user's
-                idmap, lower = lower, str(mount.staging / "lower")
-            options = f"userxattr,lowerdir={lower},upperdir={upper},workdir={work}"
-            mounts.append((str(mount.target), target, options, idmap))
+            target = str(mount.staging / "merged")
+            mounts.append((str(mount.target), target, OVERLAY_OPTIONS, str(mount.source)))
             merged[str(mount.target)] = target
         argv, payload = self.bwrap_argv(spec, merged=merged, args_fd=args_fd, seccomp_fd=fds[-1])
         return Launch(
             argv,
             env,
             payload=payload,
-            gated=gated,
+            gated=True,
             overlays=tuple(mounts),
             fds=fds,
             user=spec.user,
@@ -180,6 +173,8 @@ def _bwrap_options(
         target = str(mount.target)
         if mount.overlay:
             argv += ["--bind", merged[target], target]
+        elif mount.empty:  # read-only with the root, below
+            argv += ["--dir", target]
         elif mount.mode is Mode.RO:
             argv += ["--ro-bind", str(mount.source), target]
         else:

@@ -179,7 +179,7 @@ def rlimits(spec: SandboxSpec) -> dict[str, int]:
 
 #: Where Landlock's per-command ``TMPDIR`` lives when it can: a tmpfs (bounded by its
 #: size, never the data-dir disk).
-_SHM = Path("/dev/shm")
+SHM = Path("/dev/shm")
 _TMPFS_MAGIC = 0x01021994
 
 
@@ -190,15 +190,16 @@ def private_tmp(spec: SandboxSpec) -> Path | None:
     if spec.private_dir is None:
         return None
     tmp = spec.private_dir / "tmp"
-    if _on_tmpfs(_SHM):
-        tmp = _SHM / f"lw-tmp-{uuid.uuid4().hex}"
+    if on_tmpfs(SHM):
+        tmp = SHM / f"lw-tmp-{uuid.uuid4().hex}"
     tmp.mkdir(mode=0o700, parents=True, exist_ok=True)
     if spec.user is not None:
         spec.user.own(tmp)
     return tmp
 
 
-def _on_tmpfs(path: Path) -> bool:
+def on_tmpfs(path: Path) -> bool:
+    """Whether ``path`` is a tmpfs the worker may write."""
     try:
         return os.access(path, os.W_OK) and _fs_type(path) == _TMPFS_MAGIC
     except OSError:

@@ -8,16 +8,21 @@ replaced a lower one as a directory with ``user.overlay.opaque = y``.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import os
 import re
 import shutil
 import stat
+import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from .._changes import StoreChange
+from ._identity import SandboxUser
+from ._landlock import SHM, on_tmpfs
 
 _OPAQUE_XATTRS = ("user.overlay.opaque", "trusted.overlay.opaque")
 #: Linux's PATH_MAX: no path the walk hands on may be longer (with its NUL).
@@ -294,3 +299,46 @@ def apply_changes(root: Path, changes: list[StoreChange]) -> None:
             shutil.copyfile(change.source, temp)
             os.chmod(temp, 0o644)
             os.replace(temp, target)
+
+
+#: Staging folders go to ``/dev/shm`` when it is a tmpfs with at least this much room.
+_SHM_ROOM = 1 << 30
+
+
+def staging_root(default: Path, user: SandboxUser | None) -> Path:
+    """Where a command's overlay staging folders live: a private folder on
+    ``/dev/shm`` when that is a tmpfs with room and user xattrs (which the overlay
+    records deletions and replaced folders in), else ``default`` on the data disk.
+
+    On a tmpfs, mounting an overlay (its probes of the upper file system), copying a
+    file up and unmounting never wait on the worker's disk journal, which other
+    writers share; what a command stages is in memory until its commit (bounded by
+    the command's limits and the capture limits, and charged to its memory cgroup).
+    The folder is the worker process's own, one per ``default`` (``root:<sandbox
+    group>`` 0750 for a root worker), and removed when the worker exits."""
+    shared = _shm_root(default, user.gid if user is not None else None)
+    return shared if shared is not None else default
+
+
+@functools.cache
+def _shm_root(default: Path, gid: int | None) -> Path | None:
+    try:
+        if not on_tmpfs(SHM):
+            return None
+        room = os.statvfs(SHM)
+        if room.f_bavail * room.f_frsize < _SHM_ROOM:
+            return None
+        root = Path(tempfile.mkdtemp(prefix=f"lw-staging-{os.getpid()}-", dir=SHM))
+    except OSError:
+        return None
+    atexit.register(shutil.rmtree, root, True)
+    try:
+        os.setxattr(root, "user.lw-probe", b"1")
+        os.removexattr(root, "user.lw-probe")
+        if gid is not None:
+            os.chown(root, -1, gid)
+            os.chmod(root, 0o750)
+    except OSError:
+        shutil.rmtree(root, ignore_errors=True)
+        return None
+    return root

@@ -225,7 +225,9 @@ class _Spawner:
                 ids = (user.uid, user.gid) if user is not None else None
                 namespace.enter_context(mounts.mounted(launch.overlays, ids))
             elif launch.overlays:
-                preexec = OverlayNamespace(launch.overlays, start.report_write)
+                preexec = OverlayNamespace(
+                    launch.overlays, start.report_write, idmapped=user is not None
+                )
             try:
                 with thread_as(launch.user):
                     proc = subprocess.Popen(
@@ -244,14 +246,14 @@ class _Spawner:
                         ),
                         preexec_fn=preexec,
                     )
+                    if launch.gated:  # as the launcher's user: no privilege needed
+                        _gate(proc, start.limits)
             finally:
                 for fd in launch.fds:
                     os.close(fd)
         try:
             if start.cgroup is not None:  # before the launcher has read its options
                 start.cgroup.attach(proc.pid)
-            if launch.gated:
-                _set_rlimits(proc.pid, start.limits)
             if launch.payload:
                 with contextlib.suppress(OSError):
                     fcntl.fcntl(
@@ -336,7 +338,29 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+def _gate(proc: subprocess.Popen[bytes], limits: Limits) -> None:
+    """Set the rlimits of a launcher that still waits for its options; a launcher
+    whose limits cannot be set never gets them (and never runs anything)."""
+    try:
+        _set_rlimits(proc.pid, limits)
+    except BaseException:
+        _kill_group(proc.pid)
+        proc.wait()
+        raise
+
+
 def _set_rlimits(pid: int, limits: Limits) -> None:
+    """Soft and hard limits alike, by ``prlimit(2)`` on the waiting launcher: what it
+    forks inherits them, and nothing in the sandbox may raise a hard limit (that needs
+    ``CAP_SYS_RESOURCE`` in the host's user namespace). The caller holds the
+    launcher's own ids, which is all the kernel asks of it, so a worker without
+    ``CAP_SYS_RESOURCE`` (a container's root) can limit the sandbox user too.
+
+    The kernel commits a launcher's ids at the very end of its exec, a moment after
+    the parent sees the exec succeed (the child's saved uid is still the worker's
+    until then), so a refusal is retried after a short sleep (which lets the exec
+    finish; spinning would only take its CPU)."""
+    deadline = time.monotonic() + _GATE_WAIT
     for kind, value in (
         (resource.RLIMIT_NPROC, limits.nproc),
         (resource.RLIMIT_FSIZE, limits.file_size),
@@ -344,7 +368,19 @@ def _set_rlimits(pid: int, limits: Limits) -> None:
         (resource.RLIMIT_NOFILE, limits.open_files),
         (resource.RLIMIT_CORE, 0),
     ):
-        resource.prlimit(pid, kind, (value, value))
+        while True:
+            try:
+                resource.prlimit(pid, kind, (value, value))
+                break
+            except PermissionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.00005)
+
+
+#: How long a launcher's exec may take to commit its ids before its limits count as
+#: impossible to set (then the launch fails; nothing ran).
+_GATE_WAIT = 1.0
 
 
 async def run_sandboxed(

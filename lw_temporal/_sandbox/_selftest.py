@@ -30,6 +30,7 @@ def _script(port: int) -> str:
     return "\n".join(
         (
             "grep '^Seccomp:' /proc/self/status | tr -d ' \\t'",
+            "echo open-files=$(ulimit -Hn)",
             "(echo x > /mnt/probe/ro/new) 2>/dev/null && echo ro-writable",
             "(echo x >> /mnt/probe/ro/old) 2>/dev/null && echo ro-writable",
             "echo x > /mnt/probe/rw/made || echo rw-refused",
@@ -75,6 +76,8 @@ async def self_test(
         err = OutputSink(1 << 14, 0, work / "out" / "stderr")
         outcome = await run_sandboxed(backend, spec, out, err, use_pids_cgroup=False)
         failures = _failures(outcome.launch_failed, bytes(out.head), rw, ro, user)
+        if not failures and f"open-files={limits.open_files}\n" not in bytes(out.head).decode():
+            failures.append("the command's rlimits are not in force")
         with contextlib.suppress(BlockingIOError):
             listener.accept()[0].close()
             failures.append("the network is open (a loopback connection was accepted)")

@@ -25,6 +25,10 @@ class SandboxMount:
     #: Set for a copy-on-write mount (``mode`` RW): a private folder holding ``upper``,
     #: ``work`` and ``merged``; writes land in ``upper`` and ``source`` stays untouched.
     staging: Path | None = None
+    #: An empty read-only folder (a store or scratch that does not exist yet): a
+    #: backend with a mount view makes it inside the sandbox, naming no host path;
+    #: ``source`` is an empty host folder for the others.
+    empty: bool = False
 
     @property
     def overlay(self) -> bool:

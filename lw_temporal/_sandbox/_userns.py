@@ -22,12 +22,19 @@ and the reason to the runner's report pipe (closed on exec, so the command never
 it) and exits with ``LAUNCH_FAILED_STATUS`` (in the spawner thread: raises
 :class:`LaunchFailed` with that text), which the caller reports as a sandbox failure.
 
+Each overlay is mounted from inside its staging folder, with the store folder first
+bound at ``lower`` there, so its options name only ``lower``, ``upper`` and ``work``:
+the sandbox's ``/proc/self/mountinfo`` shows the overlay without a host path (and a
+data dir whose path holds ``,`` or ``:`` needs no escaping). A ``volatile`` overlay
+leaves a marker in its work folder that refuses the next mount; the mount step
+removes it first (a staging set is reused only when its upper folder stayed empty).
+
 When commands run as a separate sandbox user (a root worker), the store folder under
 an overlay is owned by the worker, which the sandbox user could not write through the
-overlay. So the thread path first makes an idmapped copy of the store folder's mount
-(host uid/gid 0 shown as the sandbox user's) and uses that as the overlay's lower
-layer: the command writes as its own user, the upper folder records files it owns, and
-the store itself is untouched.
+overlay. So the thread path binds an idmapped copy of the store folder's mount
+(host uid/gid 0 shown as the sandbox user's) as the overlay's lower layer: the
+command writes as its own user, the upper folder records files it owns, and the store
+itself is untouched.
 """
 
 from __future__ import annotations
@@ -37,19 +44,28 @@ import ctypes
 import functools
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 #: Exit status and stderr marker of a failed sandbox launch (not the command's own).
 LAUNCH_FAILED_STATUS = 125
 LAUNCH_FAILED_MARKER = "lw-sandbox: launch failed"
 
-#: One overlay: (target the command sees, merged folder, overlay mount options, and
-#: for an idmapped lower layer the store folder, "" otherwise). The options then name
-#: ``<staging>/lower`` as the lower layer, where the idmapped copy is mounted.
+#: One overlay: (target the command sees, merged folder, overlay mount options
+#: relative to the merged folder's parent (the staging folder), and the store folder,
+#: bound at ``<staging>/lower`` before the overlay is mounted).
 Overlay = tuple[str, str, str, str]
+
+#: What a ``volatile`` overlay leaves in its work folder, deepest first.
+_VOLATILE_MARKER = (
+    b"work/work/incompat/volatile/dirty",
+    b"work/work/incompat/volatile",
+    b"work/work/incompat",
+)
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
+_MS_BIND = 0x1000
 _MS_REC = 0x4000
 _MS_PRIVATE = 1 << 18
 _MS_SLAVE = 1 << 19
@@ -81,26 +97,45 @@ def _reasons() -> dict[int, bytes]:
     return {code: os.strerror(code).encode() + b"\n" for code in range(1, 134)}
 
 
-def _encoded(overlays: tuple[Overlay, ...]) -> tuple[tuple[bytes, bytes, bytes], ...]:
-    """(merged, options, message prefix) as bytes; the message names the target the
-    command sees, never a host path."""
+@dataclass(frozen=True, slots=True)
+class _Encoded:
+    """One overlay as the mount step needs it, all bytes (encoded before any fork);
+    the messages name the target the command sees, never a host path."""
+
+    staging: bytes
+    source: bytes
+    options: bytes
+    failed: bytes
+
+
+def _encoded(overlays: tuple[Overlay, ...]) -> tuple[_Encoded, ...]:
     return tuple(
-        (
-            os.fsencode(merged),
+        _Encoded(
+            os.fsencode(os.path.dirname(merged)),
+            os.fsencode(source),
             options.encode("utf-8", "surrogateescape"),
             f"{LAUNCH_FAILED_MARKER}: overlay mount for {target}: ".encode(
                 "utf-8", "backslashreplace"
             ),
         )
-        for target, merged, options, _ in overlays
+        for target, merged, options, source in overlays
     )
+
+
+def _clear_volatile_marker() -> None:
+    """Remove a previous volatile mount's marker (the caller is in the staging folder)."""
+    for index, path in enumerate(_VOLATILE_MARKER):
+        with contextlib.suppress(OSError):
+            (os.unlink if index == 0 else os.rmdir)(path)
 
 
 class OverlayNamespace:
     """A ``preexec_fn``: enter a user and mount namespace, mount the overlays."""
 
-    def __init__(self, overlays: tuple[Overlay, ...], report_fd: int = 2) -> None:
-        if any(idmap for *_, idmap in overlays):
+    def __init__(
+        self, overlays: tuple[Overlay, ...], report_fd: int = 2, *, idmapped: bool = False
+    ) -> None:
+        if idmapped:
             raise LaunchFailed(
                 f"{LAUNCH_FAILED_MARKER}: an idmapped overlay needs the spawner's own mount "
                 "namespace (CAP_SYS_ADMIN)"
@@ -141,9 +176,17 @@ class OverlayNamespace:
                 self._fail(self._map_failed, err.errno or 0)
         if self._mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
             self._fail(self._private_failed, ctypes.get_errno())
-        for merged, options, failed in self._overlays:
-            if self._mount(b"lw-overlay", merged, b"overlay", 0, options) != 0:
-                self._fail(failed, ctypes.get_errno())
+        for overlay in self._overlays:
+            try:
+                os.chdir(overlay.staging)
+            except OSError as err:
+                self._fail(overlay.failed, err.errno or 0)
+            if self._mount(overlay.source, b"lower", None, _MS_BIND, None) != 0:
+                self._fail(overlay.failed, ctypes.get_errno())
+            _clear_volatile_marker()
+            if self._mount(b"lw-overlay", b"merged", b"overlay", 0, overlay.options) != 0:
+                self._fail(overlay.failed, ctypes.get_errno())
+        os.chdir(b"/")
 
     def _fail(self, message: bytes, code: int) -> None:
         reason = self._reasons.get(code, self._unknown) if code else b""
@@ -192,16 +235,22 @@ class ThreadMounts:
             code = ctypes.get_errno()
             raise LaunchFailed(f"{LAUNCH_FAILED_MARKER}: mount namespace: {os.strerror(code)}")
         try:
-            for (target, _, options, idmap), (merged, encoded, failed) in zip(
-                overlays, _encoded(overlays), strict=True
-            ):
-                if idmap:
-                    assert user is not None, "an idmapped overlay needs the sandbox user"
-                    lower = options.split("lowerdir=", 1)[1].split(",", 1)[0]
-                    _idmapped_bind(idmap, lower, user, target)
-                if self._mount(b"lw-overlay", merged, b"overlay", 0, encoded) != 0:
+            for overlay in _encoded(overlays):
+                try:  # this thread's working folder is its own (unshare implies CLONE_FS)
+                    os.chdir(overlay.staging)
+                except OSError as err:
+                    raise LaunchFailed(
+                        overlay.failed.decode("utf-8", "replace") + os.strerror(err.errno or 0)
+                    ) from None
+                if user is not None:
+                    _idmapped_bind(overlay.source, user, overlay.failed)
+                elif self._mount(overlay.source, b"lower", None, _MS_BIND, None) != 0:
                     reason = os.strerror(ctypes.get_errno())
-                    raise LaunchFailed(failed.decode("utf-8", "replace") + reason)
+                    raise LaunchFailed(overlay.failed.decode("utf-8", "replace") + reason)
+                _clear_volatile_marker()
+                if self._mount(b"lw-overlay", b"merged", b"overlay", 0, overlay.options) != 0:
+                    reason = os.strerror(ctypes.get_errno())
+                    raise LaunchFailed(overlay.failed.decode("utf-8", "replace") + reason)
             yield
         finally:
             if self._setns(self._base_fd, _CLONE_NEWNS) != 0:  # pragma: no cover
@@ -262,41 +311,29 @@ def _idmap_userns(uid: int, gid: int) -> int:
         os.waitpid(pid, 0)
 
 
-def _idmapped_bind(source: str, mountpoint: str, user: tuple[int, int], target: str) -> None:
-    """Mount an idmapped copy of ``source`` on ``mountpoint`` (this thread's namespace)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    failed = f"{LAUNCH_FAILED_MARKER}: idmapped lower layer for {target}: "
-    tree = libc.syscall(
-        _SYS_OPEN_TREE, _AT_FDCWD, os.fsencode(source), _OPEN_TREE_CLONE | os.O_CLOEXEC
-    )
+def _idmapped_bind(source: bytes, user: tuple[int, int], failed_prefix: bytes) -> None:
+    """Mount an idmapped copy of ``source`` on ``lower`` (this thread's namespace and
+    working folder)."""
+    call = _syscall()
+    failed = failed_prefix.decode("utf-8", "replace")
+    tree = call(_SYS_OPEN_TREE, _AT_FDCWD, source, _OPEN_TREE_CLONE | os.O_CLOEXEC)
     if tree < 0:
         raise LaunchFailed(failed + os.strerror(ctypes.get_errno()))
     try:
         attr = _MountAttr(_MOUNT_ATTR_IDMAP, 0, 0, _idmap_userns(*user))
-        if (
-            libc.syscall(
-                _SYS_MOUNT_SETATTR,
-                tree,
-                b"",
-                _AT_EMPTY_PATH,
-                ctypes.byref(attr),
-                ctypes.sizeof(attr),
-            )
-            != 0
+        if call(
+            _SYS_MOUNT_SETATTR, tree, b"", _AT_EMPTY_PATH, ctypes.byref(attr), ctypes.sizeof(attr)
         ):
             raise LaunchFailed(failed + os.strerror(ctypes.get_errno()))
-        if (
-            libc.syscall(
-                _SYS_MOVE_MOUNT,
-                tree,
-                b"",
-                _AT_FDCWD,
-                os.fsencode(mountpoint),
-                _MOVE_MOUNT_F_EMPTY_PATH,
-            )
-            != 0
-        ):
+        if call(_SYS_MOVE_MOUNT, tree, b"", _AT_FDCWD, b"lower", _MOVE_MOUNT_F_EMPTY_PATH):
             raise LaunchFailed(failed + os.strerror(ctypes.get_errno()))
     finally:
         os.close(tree)
+
+
+@functools.cache
+def _syscall() -> _Syscall:
+    libc = ctypes.CDLL(None, use_errno=True)
+    call: Any = libc.syscall
+    call.restype = ctypes.c_long
+    return call  # type: ignore[no-any-return]
