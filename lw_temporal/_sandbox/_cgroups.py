@@ -30,6 +30,7 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,9 +130,32 @@ class CommandCgroup:
         self.oom_base = 0
 
     def attach(self, pid: int) -> None:
-        """Move ``pid`` (the launcher, before it forks) into every folder."""
-        for _, folder in self.folders:
-            (folder / "cgroup.procs").write_text(str(pid))
+        """Move ``pid`` (the launcher, before it forks) into every cgroup v2 folder
+        (on v1 it was born inside, see :meth:`born_inside`)."""
+        for hierarchy, folder in self.folders:
+            if hierarchy.version == 2:
+                (folder / "cgroup.procs").write_text(str(pid))
+
+    @contextlib.contextmanager
+    def born_inside(self) -> Iterator[None]:
+        """Around the launcher's fork: on cgroup v1 the calling thread joins the
+        command's folders and goes home after, so the launcher is born inside.
+
+        v1 places threads one by one, and moving the caller itself (``0`` into
+        ``tasks``) takes no global lock, while moving another process there takes
+        the kernel's threadgroup lock for writing, which waits for an RCU grace
+        period (~10 ms per command on a busy host)."""
+        v1 = [(h, folder) for h, folder in self.folders if h.version == 1]
+        homes = [_thread_home(h) for h, _ in v1]
+        moved: list[Path] = []
+        try:
+            for (_, folder), home in zip(v1, homes, strict=True):
+                (folder / "tasks").write_text("0")
+                moved.append(home)
+            yield
+        finally:
+            for home in moved:  # a spawner left in a command's cgroup would stay there
+                (home / "tasks").write_text("0")
 
     def _oom_kills(self) -> int:
         for hierarchy, folder in self.folders:
@@ -201,6 +225,22 @@ def _empty(folder: Path, version: int) -> None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.005)
+
+
+def _thread_home(hierarchy: _Hierarchy) -> Path:
+    """The calling thread's folder in a v1 hierarchy (at or below the worker's own,
+    which is the parent of ``hierarchy.base``)."""
+    own = _own_cgroups()
+    for line in Path("/proc/thread-self/cgroup").read_text().splitlines():
+        _, controllers, rel = line.split(":", 2)
+        if hierarchy.controllers & set(controllers.split(",")):
+            mine = next(own[c] for c in controllers.split(",") if c in own)
+            if rel == mine:
+                return hierarchy.base.parent
+            if rel.startswith(mine.rstrip("/") + "/"):
+                return hierarchy.base.parent / rel[len(mine.rstrip("/")) + 1 :]
+            break
+    raise OSError(f"the spawning thread's cgroup in {hierarchy.base.parent} is unknown")
 
 
 def _own_cgroups() -> dict[str, str]:

@@ -228,6 +228,8 @@ class _Spawner:
                 preexec = OverlayNamespace(
                     launch.overlays, start.report_write, idmapped=user is not None
                 )
+            if start.cgroup is not None:
+                namespace.enter_context(start.cgroup.born_inside())
             try:
                 with thread_as(launch.user):
                     proc = subprocess.Popen(
