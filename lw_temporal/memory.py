@@ -27,6 +27,7 @@ Constants: ``ABSENT``, the ``if_sha256`` value meaning "the file must not exist 
 (``lw.ScratchRetention``), to run one pass now with a :class:`RetentionPolicy`.
 """
 
+from ._changes import StoreChange
 from ._memory import (
     ABSENT,
     AuditEntry,
@@ -77,6 +78,7 @@ __all__ = [
     "ReadResult",
     "RedactResult",
     "RetentionPolicy",
+    "StoreChange",
     "StoreKind",
     "StoreNotFound",
     "StoreRef",

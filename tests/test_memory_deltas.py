@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from lw_temporal._memory import StagedChange
 from lw_temporal.ids import DataLayout
-from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
+from lw_temporal.memory import MemoryStores, Provenance, StoreChange, StoreKind, StoreRef
 
 STORE = StoreRef(StoreKind.WORKFLOW, "notes")
 ADMIN = Provenance.admin("t")
@@ -85,7 +84,7 @@ def test_bash_append_is_committed_as_an_append(data_dir: Path, tmp_path: Path) -
     upper.write_bytes(BIG + b"one more lesson\n")
     before = _bookkeeping(stores)
     bash = Provenance(workflow_id="run_notes@1", activity_type="lw.bash", role="planner")
-    result = stores.commit_staged(STORE, [StagedChange("log.md", "write", upper)], bash)
+    result = stores.commit_staged(STORE, [StoreChange("log.md", "write", upper)], bash)
     assert result.applied
     assert _bookkeeping(stores) - before < 4096
     entry = stores.audit(STORE)[-1]
@@ -93,7 +92,7 @@ def test_bash_append_is_committed_as_an_append(data_dir: Path, tmp_path: Path) -
     assert stores.read_bytes(STORE, "log.md") == BIG + b"one more lesson\n"
     # an upper file that changed its old bytes too is a rewrite, not an append
     upper.write_bytes(b"X" + BIG[1:] + b"one more lesson\nand another\n")
-    assert stores.commit_staged(STORE, [StagedChange("log.md", "write", upper)], bash).applied
+    assert stores.commit_staged(STORE, [StoreChange("log.md", "write", upper)], bash).applied
     assert stores.audit(STORE)[-1].op == "write"
     assert stores.read_bytes(STORE, "log.md") == upper.read_bytes()
 

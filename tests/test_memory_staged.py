@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from lw_temporal import MemoryQuota
-from lw_temporal._memory import StagedChange
 from lw_temporal.ids import DataLayout
-from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
+from lw_temporal.memory import MemoryStores, Provenance, StoreChange, StoreKind, StoreRef
 
 STORE = StoreRef(StoreKind.WORKFLOW, "notes")
 BASH = Provenance(
@@ -36,11 +35,11 @@ def test_all_or_nothing(data_dir: Path, tmp_path: Path) -> None:
     stores.write(STORE, "keep.md", b"keep", provenance=Provenance.admin("seed"))
     stores.write(STORE, "dir/x.md", b"x", provenance=Provenance.admin("seed"))
     bad = [
-        StagedChange("dir", "delete"),
-        StagedChange("new.md", "write", _source(tmp_path, "new.md", b"hello")),
-        StagedChange("key.pem", "write", _source(tmp_path, "key.pem",
+        StoreChange("dir", "delete"),
+        StoreChange("new.md", "write", _source(tmp_path, "new.md", b"hello")),
+        StoreChange("key.pem", "write", _source(tmp_path, "key.pem",
                      b"-----BEGIN " b"EC PRIVATE KEY-----\nMHcCAQEE\n")),
-        StagedChange("../escape.md", "write", _source(tmp_path, "e.md", b"x")),
+        StoreChange("../escape.md", "write", _source(tmp_path, "e.md", b"x")),
     ]  # fmt: skip
     result = stores.commit_staged(STORE, bad, BASH)
     assert not result.applied
@@ -61,10 +60,10 @@ def test_all_or_nothing(data_dir: Path, tmp_path: Path) -> None:
     assert all(e.actor == "seed" for e in stores.audit(STORE))
 
     good = [
-        StagedChange("dir", "delete"),
-        StagedChange("fresh", "mkdir"),
-        StagedChange("fresh/n.md", "write", _source(tmp_path, "n.md", b"note")),
-        StagedChange("keep.md", "write", _source(tmp_path, "k.md", b"kept v2")),
+        StoreChange("dir", "delete"),
+        StoreChange("fresh", "mkdir"),
+        StoreChange("fresh/n.md", "write", _source(tmp_path, "n.md", b"note")),
+        StoreChange("keep.md", "write", _source(tmp_path, "k.md", b"kept v2")),
     ]
     done = stores.commit_staged(STORE, good, BASH, attachment={"exit_code": 0})
     assert done.applied and not done.replayed
@@ -95,7 +94,7 @@ def test_all_or_nothing(data_dir: Path, tmp_path: Path) -> None:
 def test_quota_counts_the_whole_command(data_dir: Path, tmp_path: Path) -> None:
     stores = MemoryStores(DataLayout.at(data_dir), quota=lambda _s: MemoryQuota(max_bytes=10))
     changes = [
-        StagedChange(f"f{i}.md", "write", _source(tmp_path, f"f{i}.md", b"1234")) for i in range(3)
+        StoreChange(f"f{i}.md", "write", _source(tmp_path, f"f{i}.md", b"1234")) for i in range(3)
     ]
     result = stores.commit_staged(STORE, changes, BASH)
     assert not result.applied
@@ -108,7 +107,7 @@ def test_prune_ledger_forgets_old_records_only(data_dir: Path, tmp_path: Path) -
     from datetime import timedelta
 
     stores = MemoryStores(DataLayout.at(data_dir))
-    change = [StagedChange("a.md", "write", _source(tmp_path, "a.md", b"a"))]
+    change = [StoreChange("a.md", "write", _source(tmp_path, "a.md", b"a"))]
     stores.commit_staged(STORE, change, BASH)
     assert stores.prune_ledger(STORE, timedelta(days=1)) == 0
     assert stores.recorded(STORE, BASH) is not None

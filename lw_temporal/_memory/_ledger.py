@@ -24,7 +24,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from . import _fs
 from ._logfile import KeyedLog
 from ._records import AuditEntry, LedgerRecord
 
@@ -118,19 +117,9 @@ class Ledger:
         (flushed before the old files go); returns how many records moved."""
         if not self._old.is_dir():
             return 0
-        old = sorted(self._old.glob("*.json"))
-        moved: list[tuple[str, dict[str, Any]]] = []
-        for path in old:
-            try:
-                raw = json.loads(path.read_bytes())
-            except ValueError:
-                continue  # an unreadable record was already treated as missing
-            if isinstance(raw, dict):
-                moved.append((path.stem, {**raw, "t": int(path.stat().st_mtime)}))
-        self.log.put(moved)
-        _fs.fsync_path(self.log.path)
-        for path in old:
-            path.unlink()
+        moved = self.log.absorb(
+            sorted(self._old.glob("*.json")), lambda path: {"t": int(path.stat().st_mtime)}
+        )
         with suppress(OSError):
             self._old.rmdir()
-        return len(moved)
+        return moved

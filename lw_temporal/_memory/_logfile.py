@@ -107,6 +107,26 @@ class KeyedLog:
         _fs.write_atomic(self.path, data)
         return len(records) - len(kept)
 
+    def absorb(self, old: list[Path], extra: Callable[[Path], dict[str, Any]] | None = None) -> int:
+        """Move records kept one file each (``<key>.json``, the earlier layout) into
+        the log: appended and flushed before the old files go, so a crash between the
+        two leaves both (the log's copy wins: the same record). Returns how many."""
+        moved: list[tuple[str, dict[str, Any]]] = []
+        for path in old:
+            try:
+                raw = json.loads(path.read_bytes())
+            except ValueError:
+                continue  # an unreadable record was already treated as missing
+            if isinstance(raw, dict):
+                moved.append((path.stem, raw | (extra(path) if extra else {})))
+        if not old:
+            return 0
+        self.put(moved)
+        _fs.fsync_path(self.path)
+        for path in old:
+            path.unlink()
+        return len(moved)
+
     # -- reading ---------------------------------------------------------------------
     def get(self, key: str) -> dict[str, Any] | None:
         where = self._refresh().at.get(key)

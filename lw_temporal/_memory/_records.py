@@ -12,7 +12,6 @@ from pydantic import AliasChoices, ConfigDict, Field
 from temporalio import activity
 
 from .._base import FrozenModel
-from .._changes import StoreChange
 from .._scan import Finding
 from .._scope import Scope
 
@@ -185,11 +184,6 @@ class RedactResult(FrozenModel):
     current_changed: bool
     content_sha256: str | None
     versions_redacted: dict[str, str] = Field(default_factory=dict)
-
-
-#: A change one bash command made in a writable memory mount, as the store takes it:
-#: the same :class:`StoreChange` the overlay capture reads (one type all the way).
-StagedChange = StoreChange
 
 
 class StagedChangeResult(FrozenModel):

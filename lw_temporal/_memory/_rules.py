@@ -7,12 +7,17 @@ commits, restores, promotions), so a rule cannot differ between the ways in.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from .._definitions import MemoryQuota
-from .._errors import INVALID_REQUEST, MEMORY_CONFLICT, lw_error
+from .._errors import INVALID_REQUEST, MEMORY_CONFLICT, QUOTA_EXCEEDED, SCAN_BLOCKED, lw_error
 from .._scan import Finding
+from . import _fs
 from ._index import Usage
-from ._records import ABSENT
+from ._records import ABSENT, Provenance
+
+if TYPE_CHECKING:
+    from ._txn import Txn
 
 SHA = re.compile(r"[0-9a-f]{64}")
 
@@ -96,3 +101,41 @@ def blocked(findings: list[Finding]) -> str | None:
         f"the content contains {what}. Secrets and blocked personal data must not be "
         "stored in memory: remove them (refer to a secret manager instead) and write again"
     )
+
+
+def file_parts(path: str, shown: str, provenance: Provenance) -> tuple[str, ...]:
+    parts = _fs.clean_relative(path, shown)
+    if not parts:
+        raise lw_error(
+            INVALID_REQUEST, f"{provenance.who()}: {shown} is a folder; name a file inside it"
+        )
+    return parts
+
+
+def check_file_kind(txn: Txn, parts: tuple[str, ...], shown: str, who: str) -> None:
+    kind = txn.kind(parts, shown)
+    if kind == "link":
+        raise _fs._link_error(shown, parts[-1])
+    if kind not in (None, "file"):
+        raise lw_error(INVALID_REQUEST, f"{who}: {shown} is a {kind}, not a file")
+
+
+def refuse(
+    txn: Txn,
+    op: str,
+    shown: str,
+    who: str,
+    scan_refusal: str | None,
+    size: int,
+    *,
+    early: bool = False,
+) -> None:
+    """Raise the typed refusal for a broken rule: the scan, then the per-file
+    size (``early``: before anything is planned), then the store's quota."""
+    if scan_refusal:
+        raise lw_error(SCAN_BLOCKED, f"{who}: {op} to {shown} refused: {scan_refusal}")
+    problem = file_too_big(txn.quota, shown, size)
+    if problem is None and not early:
+        problem = txn.quota_problem()
+    if problem:
+        raise lw_error(QUOTA_EXCEEDED, f"{who}: {op} to {shown} refused: {problem}")

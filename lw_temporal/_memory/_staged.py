@@ -18,12 +18,13 @@ from pathlib import Path
 
 from temporalio.exceptions import ApplicationError
 
+from .._changes import StoreChange
 from .._errors import INVALID_REQUEST, lw_error
 from .._scan import Finding
 from .._scope import StoreRef
 from . import _fs
 from ._index import FileState
-from ._records import StagedChange, StagedChangeResult, StagedCommitResult
+from ._records import StagedChangeResult, StagedCommitResult
 from ._rules import file_too_big
 from ._txn import Conflict, Txn
 
@@ -35,7 +36,7 @@ _ORDER = {"delete": 0, "mkdir": 1, "write": 2}
 
 
 def staged_body(
-    store: StoreRef, changes: Sequence[StagedChange], heartbeat: Callable[[], None] | None
+    store: StoreRef, changes: Sequence[StoreChange], heartbeat: Callable[[], None] | None
 ) -> Callable[[Txn], StagedCommitResult]:
     ordered = sorted(changes, key=lambda c: (_ORDER[c.kind], c.path.count("/")))
 
@@ -75,7 +76,7 @@ def staged_body(
     return body
 
 
-def stage_change(txn: Txn, change: StagedChange) -> StagedChangeResult:
+def stage_change(txn: Txn, change: StoreChange) -> StagedChangeResult:
     shown = f"{txn.store}:{change.path}"
     base = StagedChangeResult(path=change.path, kind=change.kind, status="applied")
     try:

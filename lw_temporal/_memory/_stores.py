@@ -11,7 +11,9 @@ go through. Each concern lives in its own module:
   the scan, before anything is written;
 - :mod:`._index`, :mod:`._versions`: the current-version index and the kept versions
   (reverse deltas: every change costs what it changed);
-- :mod:`._ledger`: the audit log and the idempotency ledger;
+- :mod:`._ledger`, :mod:`._logfile`: the audit log and the idempotency ledger (the
+  ledger and the version references are records in per-store logs, not files);
+- :mod:`._reads`: reading files and listings without the lock;
 - :mod:`._staged`, :mod:`._redact`, :mod:`._prune`: bash commits, redaction, retention
   (the retention methods themselves, and :mod:`._names`'s resolution of what an
   operator types, are mixed into :class:`MemoryStores`).
@@ -32,37 +34,36 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from .._changes import StoreChange
 from .._config import LwConfig
 from .._definitions import MemoryQuota
-from .._errors import INVALID_REQUEST, MEMORY_NOT_FOUND, QUOTA_EXCEEDED, SCAN_BLOCKED, lw_error
+from .._errors import INVALID_REQUEST, MEMORY_NOT_FOUND, lw_error
 from .._ids import DataLayout
-from .._sandbox import shown_name
 from .._scan import DefaultScanner, Scanner
 from .._scope import StoreKind, StoreRef
 from . import _fs
 from ._apply import checkpoint, recover
-from ._index import Usage, state_of, tree_id
+from ._index import Usage, tree_id
 from ._journal import Cancelled, locked
 from ._names import STORE_FORMS, StoreNotFound, redaction_pattern
 from ._prune import StoreRetention
+from ._reads import list_files, read, read_bytes
 from ._records import (
     AuditEntry,
     LedgerRecord,
-    ListEntry,
     ListResult,
     MutationResult,
     Provenance,
     ReadResult,
     RedactResult,
-    StagedChange,
     StagedCommitResult,
     VersionInfo,
 )
 from ._redact import redact_body
-from ._rules import SHA, check_precondition, file_too_big
+from ._rules import SHA, check_file_kind, check_precondition, file_parts, refuse
 from ._staged import staged_body
 from ._txn import StoreFiles, Txn
-from ._versions import sha256
+from ._versions import history, sha256
 from ._writer import StoreWriter
 
 __all__ = ["STORE_FORMS", "Cancelled", "MemoryStores", "StoreNotFound"]
@@ -140,54 +141,8 @@ class MemoryStores(StoreRetention):
         shown: str | None = None,
     ) -> ReadResult:
         """A file's content and ``content_sha256``; ``exists=False`` if it is absent
-        (including in a store never written). The sha256 comes from the current-version
-        index when it still matches the file, so reading the start of a large file
-        reads only that start."""
-        shown = shown or f"{store}:{path}"
-        parts = _fs.clean_relative(path, shown)
-        if not parts:
-            raise lw_error(INVALID_REQUEST, f"{shown} is the store's root folder; list it")
-        root_fd = _fs.open_root(self.root(store), create=False, shown=shown)
-        if root_fd is None:
-            return ReadResult(path=shown, exists=False)
-        index = self.files(store).index
-        rel = "/".join(parts)
-        try:
-            with _fs.opened_dir(root_fd, parts[:-1], create=False, shown=shown) as fd:
-                if fd is None:
-                    return ReadResult(path=shown, exists=False)
-                opened = _fs.open_file_at(fd, parts[-1], shown)
-                if opened is None:
-                    return ReadResult(path=shown, exists=False)
-                file, info = opened
-                try:
-                    known = index.known(rel, info)
-                    if known is None:
-                        data = _fs.read_fd(file)
-                        known = state_of(data)
-                        index.remember(fd, parts[-1], rel, known, info)
-                        size = len(data)
-                        end = size if max_bytes is None else min(size, offset + max_bytes)
-                        chunk = data[offset:end]
-                    else:
-                        size = known.size
-                        end = size if max_bytes is None else min(size, offset + max_bytes)
-                        chunk = (
-                            os.pread(file, max(0, end - offset), offset) if end > offset else b""
-                        )
-                finally:
-                    os.close(file)
-        finally:
-            os.close(root_fd)
-        return ReadResult(
-            path=shown,
-            exists=True,
-            content=chunk.decode("utf-8", errors="replace"),
-            content_sha256=known.sha,
-            size=size,
-            offset=offset,
-            truncated=end < size,
-        )
+        (including in a store never written). See :func:`._reads.read`."""
+        return read(self.files(store), path, offset=offset, max_bytes=max_bytes, shown=shown)
 
     def list_files(
         self,
@@ -200,38 +155,10 @@ class MemoryStores(StoreRetention):
     ) -> ListResult:
         """Files and folders below ``path`` (store-relative); a missing store or folder
         lists as empty. Links are listed as ``link`` and never entered."""
-        shown = shown or f"{store}:{path}"
-        parts = _fs.clean_relative(path, shown)
-        rel = "/".join(parts)
-        root_fd = _fs.open_root(self.root(store), create=False, shown=shown)
-        if root_fd is None:
-            return ListResult(path=shown)
-        entries: list[ListEntry] = []
-        truncated = False
-        try:
-            with _fs.opened_dir(root_fd, parts[:-1], create=False, shown=shown) as parent:
-                kind = (
-                    None if parent is None else (_fs.kind_at(parent, parts[-1]) if parts else "dir")
-                )
-            if kind == "file":
-                assert parent is not None
-                size = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False).st_size
-                return ListResult(
-                    path=shown, entries=(ListEntry(path=rel, kind="file", size=size),)
-                )
-            if kind == "link":
-                raise _fs._link_error(shown, parts[-1])
-            with _fs.opened_dir(root_fd, parts, create=False, shown=shown) as fd:
-                if fd is not None:
-                    prefix = f"{rel}/" if rel else ""
-                    for sub, k, size in _fs.walk_files(fd, prefix, recursive=recursive):
-                        if len(entries) >= limit:
-                            truncated = True
-                            break
-                        entries.append(_entry(sub, k, size))
-        finally:
-            os.close(root_fd)
-        return ListResult(path=shown, entries=tuple(entries), truncated=truncated)
+        return list_files(
+            self.root(store), path, recursive=recursive, limit=limit,
+            shown=shown or f"{store}:{path}",
+        )  # fmt: skip
 
     # -- mutations ----------------------------------------------------------------------
     def write(
@@ -266,14 +193,14 @@ class MemoryStores(StoreRetention):
         seam before them) are scanned, so an old finding does not block every later
         append while a secret split across two appends is still caught."""
         shown = shown or f"{store}:{path}"
-        parts = self._parts(path, shown, provenance)
+        parts = file_parts(path, shown, provenance)
         who = provenance.who()
 
         def body(txn: Txn) -> MutationResult:
-            self._check_file_kind(txn, parts, shown, who)
+            check_file_kind(txn, parts, shown, who)
             before, after, findings, refusal = txn.stage_append(parts, content, "append", shown)
             check_precondition(if_sha256, None if before is None else before.sha, shown, who)
-            self._refuse(txn, "append", shown, who, refusal, after.size)
+            refuse(txn, "append", shown, who, refusal, after.size)
             return MutationResult(
                 path=shown,
                 op="append",
@@ -356,21 +283,21 @@ class MemoryStores(StoreRetention):
         scan: bool = True,
     ) -> MutationResult:
         shown = shown or f"{store}:{path}"
-        parts = self._parts(path, shown, provenance)
+        parts = file_parts(path, shown, provenance)
         who = provenance.who()
 
         def body(txn: Txn) -> MutationResult:
-            self._check_file_kind(txn, parts, shown, who)
+            check_file_kind(txn, parts, shown, who)
             before, old = txn.state(parts, shown)
             check_precondition(if_sha256, None if before is None else before.sha, shown, who)
             if before is not None and old is None:
                 old = txn.content(parts, shown)
             new = edit(old)
-            self._refuse(txn, op, shown, who, None, len(new), early=True)
+            refuse(txn, op, shown, who, None, len(new), early=True)
             after, findings, refusal = txn.stage_write(
                 parts, new, op, shown, before=before, old=old, scan=scan
             )
-            self._refuse(txn, op, shown, who, refusal, len(new))
+            refuse(txn, op, shown, who, refusal, len(new))
             return MutationResult(
                 path=shown,
                 op=op,
@@ -381,44 +308,6 @@ class MemoryStores(StoreRetention):
             )
 
         return self._writer.mutate(store, provenance, op, body, MutationResult, cancel)
-
-    @staticmethod
-    def _parts(path: str, shown: str, provenance: Provenance) -> tuple[str, ...]:
-        parts = _fs.clean_relative(path, shown)
-        if not parts:
-            raise lw_error(
-                INVALID_REQUEST, f"{provenance.who()}: {shown} is a folder; name a file inside it"
-            )
-        return parts
-
-    @staticmethod
-    def _check_file_kind(txn: Txn, parts: tuple[str, ...], shown: str, who: str) -> None:
-        kind = txn.kind(parts, shown)
-        if kind == "link":
-            raise _fs._link_error(shown, parts[-1])
-        if kind not in (None, "file"):
-            raise lw_error(INVALID_REQUEST, f"{who}: {shown} is a {kind}, not a file")
-
-    @staticmethod
-    def _refuse(
-        txn: Txn,
-        op: str,
-        shown: str,
-        who: str,
-        scan_refusal: str | None,
-        size: int,
-        *,
-        early: bool = False,
-    ) -> None:
-        """Raise the typed refusal for a broken rule: the scan, then the per-file
-        size (``early``: before anything is planned), then the store's quota."""
-        if scan_refusal:
-            raise lw_error(SCAN_BLOCKED, f"{who}: {op} to {shown} refused: {scan_refusal}")
-        problem = file_too_big(txn.quota, shown, size)
-        if problem is None and not early:
-            problem = txn.quota_problem()
-        if problem:
-            raise lw_error(QUOTA_EXCEEDED, f"{who}: {op} to {shown} refused: {problem}")
 
     def delete(
         self,
@@ -479,7 +368,7 @@ class MemoryStores(StoreRetention):
     def commit_staged(
         self,
         store: StoreRef,
-        changes: Sequence[StagedChange],
+        changes: Sequence[StoreChange],
         provenance: Provenance,
         *,
         attachment: Any = None,
@@ -556,47 +445,14 @@ class MemoryStores(StoreRetention):
 
     def read_bytes(self, store: StoreRef, rel: str) -> bytes | None:
         """A file's whole current content (``None`` if absent); links refused."""
-        parts = _fs.clean_relative(rel, f"{store}:{rel}")
-        root_fd = _fs.open_root(self.root(store), create=False, shown=str(store))
-        if root_fd is None or not parts:
-            return None
-        try:
-            with _fs.opened_dir(root_fd, parts[:-1], create=False, shown=rel) as fd:
-                return None if fd is None else _fs.read_at(fd, parts[-1], rel)
-        finally:
-            os.close(root_fd)
+        return read_bytes(self.root(store), rel, str(store))
 
     def versions(self, store: StoreRef, path: str) -> list[VersionInfo]:
         """The kept versions of one file, oldest first."""
         rel = "/".join(_fs.clean_relative(path, f"{store}:{path}"))
-        versions = self.files(store).versions
-        seen: dict[str, VersionInfo] = {}
-        live = self._live_reader(store)
-        for entry in self.audit(store, path=rel):
-            for sha, op, size in (
-                (entry.sha256_before, "earlier", None),
-                (entry.sha256_after, entry.op, entry.bytes),
-            ):
-                if sha is None:
-                    continue
-                resolved = versions.resolve(sha)
-                if resolved in seen:
-                    continue
-                available = versions.exists(resolved)
-                if size is None or resolved != sha:
-                    data = versions.get(resolved, live) if available else None
-                    available = data is not None
-                    size = len(data) if data is not None else 0
-                seen[resolved] = VersionInfo(
-                    sha256=resolved,
-                    bytes=size,
-                    time=entry.time,
-                    op=op,
-                    workflow_id=entry.workflow_id,
-                    actor=entry.actor,
-                    available=available,
-                )
-        return list(seen.values())
+        return history(
+            self.files(store).versions, self.audit(store, path=rel), self._live_reader(store)
+        )
 
     def _version_shas(self, store: StoreRef, rel: str) -> list[str]:
         shas: list[str] = []
@@ -680,18 +536,3 @@ class MemoryStores(StoreRetention):
                     os.close(root_fd)
             files.index.write_usage(usage, sync=True)
         return {"bytes": usage.live, "files": usage.files}
-
-
-def _entry(path: str, kind: str, size: int) -> ListEntry:
-    """A listing entry; a name memory cannot hold is shown escaped, with the reason."""
-    try:
-        path.encode("utf-8")
-        refused = (
-            "the name contains a control character; memory cannot read or write it"
-            if _fs.CONTROL.search(path)
-            else None
-        )
-    except UnicodeEncodeError:
-        refused = "the name is not valid UTF-8; memory cannot read or write it"
-    shown = path if refused is None else shown_name(path)
-    return ListEntry.model_validate({"path": shown, "kind": kind, "size": size, "refused": refused})

@@ -45,6 +45,7 @@ from typing import Any
 
 from . import _fs
 from ._logfile import KeyedLog
+from ._records import AuditEntry, VersionInfo
 
 #: Longest reference chain followed when reading one version (a guard, not a limit
 #: anyone meets: retention keeps chains far shorter).
@@ -212,25 +213,9 @@ class VersionStore:
         self.log.compact()
 
     def migrate(self) -> int:
-        """Move references kept one file each (the earlier layout) into the log:
-        appended and flushed before the old files go, so a crash between the two
-        leaves both (the log's copy wins, the same record). Returns how many moved."""
-        old = sorted(self.dir.glob("*.json")) if self.dir.is_dir() else []
-        moved: list[tuple[str, dict[str, Any]]] = []
-        for path in old:
-            try:
-                raw = json.loads(path.read_bytes())
-            except ValueError:
-                continue  # an unreadable reference was already treated as missing
-            if isinstance(raw, dict):
-                moved.append((path.name.removesuffix(".json"), raw))
-        if not old:
-            return 0
-        self.log.put(moved)
-        _fs.fsync_path(self.log.path)
-        for path in old:
-            path.unlink()
-        return len(moved)
+        """Move references kept one file each (the earlier layout) into the log
+        (see :meth:`KeyedLog.absorb`); returns how many moved."""
+        return self.log.absorb(sorted(self.dir.glob("*.json")) if self.dir.is_dir() else [])
 
     # -- reading -------------------------------------------------------------------
     def ref(self, sha: str) -> dict[str, Any] | None:
@@ -319,3 +304,36 @@ class VersionStore:
             if isinstance(target, str) and self.resolve(target) in wanted:
                 found[sha] = target
         return found
+
+
+def history(
+    versions: VersionStore, entries: Iterable[AuditEntry], live: LiveReader
+) -> list[VersionInfo]:
+    """The versions one file went through, oldest first, from its audit lines: each
+    with whether it is still kept (a redacted one under its clean address)."""
+    seen: dict[str, VersionInfo] = {}
+    for entry in entries:
+        for sha, op, size in (
+            (entry.sha256_before, "earlier", None),
+            (entry.sha256_after, entry.op, entry.bytes),
+        ):
+            if sha is None:
+                continue
+            resolved = versions.resolve(sha)
+            if resolved in seen:
+                continue
+            available = versions.exists(resolved)
+            if size is None or resolved != sha:
+                data = versions.get(resolved, live) if available else None
+                available = data is not None
+                size = len(data) if data is not None else 0
+            seen[resolved] = VersionInfo(
+                sha256=resolved,
+                bytes=size,
+                time=entry.time,
+                op=op,
+                workflow_id=entry.workflow_id,
+                actor=entry.actor,
+                available=available,
+            )
+    return list(seen.values())
