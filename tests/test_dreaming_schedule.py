@@ -115,14 +115,16 @@ async def test_scheduled_dream_then_cli_show_approve_and_reject(
                 assert run in note, "the note cites the runs it came from"
 
             for _ in range(60):  # visibility may lag a moment behind the start
-                code, out, err = await cli(dev_env, "dream", "list")
+                code, out, err = await cli(dev_env, "dream", "list", "--task-queue", task_queue)
                 assert code == 0, err
                 if first_id in out:
                     break
                 await asyncio.sleep(0.5)
             assert f"{first_id}  awaiting-approval  target={TARGET}" in out
 
-            code, out, err = await cli(dev_env, "dream", "show", first_id)
+            code, out, err = await cli(
+                dev_env, "dream", "show", first_id, "--task-queue", task_queue
+            )
             assert code == 0, out + err
             assert f"--- /dev/null\n+++ b/{TARGET}/consolidated.md\n" in out
             assert "+# Lessons consolidated from 2 runs" in out

@@ -47,6 +47,9 @@ def add_dream(sub: Commands) -> None:
 
     listing = verbs.add_parser("list", help="dreams waiting for review (or all with --all)")
     listing.add_argument("--all", action="store_true", help="include finished dreams")
+    listing.add_argument(
+        "--task-queue", default=None, help="only the dreams that run on this task queue"
+    )
     add_connection(listing)
     listing.set_defaults(handler=then_exit(_list))
 
@@ -57,6 +60,7 @@ def add_dream(sub: Commands) -> None:
     show.add_argument(
         "--max-bytes", type=int, default=256 * 1024, help="cut the diff after this many bytes"
     )
+    _accept_task_queue(show)
     add_connection(show)
     show.set_defaults(handler=then_exit(_show))
 
@@ -77,8 +81,19 @@ def add_dream(sub: Commands) -> None:
                 help="promote only these files (paths in the target's memory, as dream "
                 "show prints them); the rest is dropped",
             )
+        _accept_task_queue(decide)
         add_connection(decide)
         decide.set_defaults(handler=then_exit(_decide_handler(verb)))
+
+
+def _accept_task_queue(parser: argparse.ArgumentParser) -> None:
+    """Scripts pass one ``--task-queue`` to every dream verb; a dream is found by its
+    workflow id, so where the verb needs no queue the flag is accepted and not needed."""
+    parser.add_argument(
+        "--task-queue",
+        default=None,
+        help="accepted for symmetry with schedule/list; the workflow id finds the dream",
+    )
 
 
 async def _schedule(args: argparse.Namespace) -> int:
@@ -114,7 +129,7 @@ async def _list(args: argparse.Namespace) -> int:
 
     try:
         client = await connect(args)
-        dreams = await list_dreams(client, running_only=not args.all)
+        dreams = await list_dreams(client, running_only=not args.all, task_queue=args.task_queue)
     except Exception as err:
         return failed("dream list", err)
     if not dreams:

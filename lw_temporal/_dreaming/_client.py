@@ -78,12 +78,24 @@ async def list_dreams(
     client: Client,
     *,
     running_only: bool = True,
+    task_queue: str | None = None,
     query_timeout: timedelta = timedelta(seconds=10),
 ) -> list[DreamState]:
-    """The dreams known to visibility, with their live state where they still run."""
+    """The dreams known to visibility, with their live state where they still run.
+
+    ``task_queue`` narrows the list to the dreams of one deployment when several share a
+    namespace.
+    """
     query = f"WorkflowType = '{DREAMING_WORKFLOW}'"
     if running_only:
         query += " AND ExecutionStatus = 'Running'"
+    if task_queue is not None:
+        if not task_queue or "'" in task_queue or "\\" in task_queue:
+            raise ValueError(
+                f"task queue {task_queue!r} cannot be listed: give a non-empty name without "
+                "quotes or backslashes"
+            )
+        query += f" AND TaskQueue = '{task_queue}'"
     states: list[DreamState] = []
     async for execution in client.list_workflows(query):
         handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
