@@ -27,7 +27,6 @@ pytestmark = pytest.mark.skipif(landlock_abi() < 6, reason="needs Landlock ABI 6
 GAPS = {
     "hostname": "no uts namespace",
     "net-devices": "no network namespace (TCP is denied, the devices are visible)",
-    "unix-path": "pathname unix sockets are not restricted by Landlock",
     "proc-cwd-escape": "no mount namespace: pwd shows real paths",
     "proc-ppid": "no pid namespace: the launcher's cmdline is visible",
 }
