@@ -89,6 +89,23 @@ async def _cli(capsys: pytest.CaptureFixture[str], data_dir: Path, *argv: str) -
     return out
 
 
+async def admin_still_works(
+    capsys: pytest.CaptureFixture[str],
+    plugin: LittleWorkflowPlugin,
+    store: StoreRef,
+    first_sha256: str,
+) -> None:
+    """``audit``, ``versions``, ``restore`` and ``redact`` of the CLI on ``store``'s
+    ``lessons.md`` (written twice, the first time holding :data:`SECRET`)."""
+    data_dir = plugin.data_dir
+    assert "lessons.md" in await _cli(capsys, data_dir, "audit", str(store))
+    versions = (await _cli(capsys, data_dir, "versions", str(store), "lessons.md")).splitlines()
+    assert len(versions) == 2
+    await _cli(capsys, data_dir, "restore", str(store), "lessons.md", first_sha256, "--by", "carol")
+    await _cli(capsys, data_dir, "redact", str(store), "lessons.md", SECRET, "--by", "dpo")
+    assert (plugin.memory.root(store) / "lessons.md").read_text() == "call [REDACTED]\n"
+
+
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 async def test_hostile_names_are_refused_and_the_store_stays_usable(
     dev_env: WorkflowEnvironment,
@@ -131,15 +148,8 @@ async def test_hostile_names_are_refused_and_the_store_stays_usable(
     assert listed.ok, listed.message
     assert "lessons.md" in str(listed.result) and "good.md" not in str(listed.result)
 
-    assert "lessons.md" in await _cli(capsys, data_dir, "audit", str(store))
-    versions = (await _cli(capsys, data_dir, "versions", str(store), "lessons.md")).splitlines()
-    assert len(versions) == 2
     assert first.content_sha256 is not None
-    await _cli(
-        capsys, data_dir, "restore", str(store), "lessons.md", first.content_sha256, "--by", "carol"
-    )
-    await _cli(capsys, data_dir, "redact", str(store), "lessons.md", SECRET, "--by", "dpo")
-    assert (plugin.memory.root(store) / "lessons.md").read_text() == "call [REDACTED]\n"
+    await admin_still_works(capsys, plugin, store, first.content_sha256)
 
     queue = f"dream-{uuid.uuid4().hex[:8]}"
     async with dreaming_worker(dev_env, data_dir, queue, [target]) as client:
