@@ -4,7 +4,8 @@ peer's is not.
 Two real worker processes share the data dir: one is killed (SIGKILL, mid-command as
 far as its folders show: an overlay staging set with a 1,200-deep tree in its upper
 folder, and a Landlock private folder), one keeps running. The next worker's start
-removes everything of the killed one, its lock included, keeps the live peer's, says
+removes everything of the killed one (its Landlock ``TMPDIR`` on ``/dev/shm`` and
+its lock included), keeps the live peer's, says
 so in a typed report, and then serves commands."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._sandbox import SweepReport, remove_tree
+from lw_temporal._sandbox._landlock import SHM
 from tests._bash_support import bash_worker
 
 PLANNER = "pipeline_left/sub-runs/run_cr@1"
@@ -36,6 +38,7 @@ for _ in range(1200):
     os.chdir("d")
 Path("f").write_text("left\\n")
 (state / "sandbox" / f"run-{claim.name()}" / "tmp").mkdir(parents=True)
+Path("/dev/shm", f"lw-tmp-run-{claim.name()}").mkdir()
 print(claim.owner, flush=True)
 sys.stdin.read()
 """
@@ -55,7 +58,7 @@ def _start_peer(state: Path) -> tuple[subprocess.Popen[str], str]:
 def _owned(state: Path, owner: str) -> list[str]:
     return sorted(
         p.name
-        for folder in (state / "staging", state / "sandbox", state / "sandbox" / "owners")
+        for folder in (state / "staging", state / "sandbox", state / "sandbox" / "owners", SHM)
         if folder.is_dir()
         for p in folder.iterdir()
         if owner in p.name
@@ -72,16 +75,19 @@ async def test_a_killed_workers_staging_is_swept_at_start(
     try:
         killed.kill()
         killed.wait()
-        assert len(_owned(state, dead_owner)) == 3  # staging, private folder, lock
+        assert len(_owned(state, dead_owner)) == 4  # staging, private, TMPDIR, lock
         activities = plugin.bash_activities
         async with activities.serving():
             report = activities.sweep_leftovers()  # idempotent: nothing left to do
             async with bash_worker(dev_env, plugin) as bash:
                 wrote = await bash.one(PLANNER, "echo x > /mnt/memory/workflow/a.md && echo ok")
         assert _owned(state, dead_owner) == []
-        assert len(_owned(state, live_owner)) == 3
+        assert len(_owned(state, live_owner)) == 4
         assert isinstance(report, SweepReport) and report.live == 1 and report.folders == 0
         assert wrote.stdout == "ok\n", wrote.stderr
     finally:
         live.communicate("")
         remove_tree(state / "staging")  # the peer's 1,200-deep tree, whatever happened
+        for name in _owned(state, live_owner):
+            if name.startswith("lw-tmp-run-"):
+                remove_tree(SHM / name)

@@ -23,7 +23,6 @@ import ctypes
 import json
 import os
 import sys
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -191,7 +190,8 @@ def private_tmp(spec: SandboxSpec) -> Path | None:
         return None
     tmp = spec.private_dir / "tmp"
     if on_tmpfs(SHM):
-        tmp = SHM / f"lw-tmp-{uuid.uuid4().hex}"
+        # Named after the private folder (its owner's): a killed worker's is swept.
+        tmp = SHM / f"lw-tmp-{spec.private_dir.name}"
     tmp.mkdir(mode=0o700, parents=True, exist_ok=True)
     if spec.user is not None:
         spec.user.own(tmp)

@@ -3,11 +3,12 @@ swept by the next worker that starts, and never a live peer's.
 
 Each worker process claims an owner name (host, pid, a random tag) by holding the lock
 of ``<local state>/sandbox/owners/<owner>.lock`` for as long as it lives, and names
-every staging folder ``staging/<owner>.<id>`` and every private folder
-``sandbox/run-<owner>.<id>``. A worker that starts tries each owner's lock: one it
-can take belongs to a worker that is gone (the kernel, or the NFS server once its
-lease ends, released it), so that owner's folders are removed, then its lock file. A
-lock it cannot take belongs to a running worker on this host or another one sharing
+every staging folder ``staging/<owner>.<id>``, every private folder
+``sandbox/run-<owner>.<id>`` and Landlock's ``TMPDIR`` after it
+(``/dev/shm/lw-tmp-run-<owner>.<id>``). A worker that starts tries each owner's lock:
+one it can take belongs to a worker that is gone (the kernel, or the NFS server once
+its lease ends, released it), so that owner's folders are removed, then its lock file.
+A lock it cannot take belongs to a running worker on this host or another one sharing
 the runs root, whose folders stay. The sweep runs in a thread, removes folders of any
 depth without following links, and stops at a time budget (the rest is left for the
 next start, and logged).
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._locks import lock_exclusive
+from ._landlock import SHM
 from ._overlay import remove_tree
 
 logger = logging.getLogger(__name__)
@@ -105,7 +107,12 @@ def sweep(local_state: Path, *, keep: str | None = None, budget: float = 30.0) -
 
 def _remove_owned(local_state: Path, owner: str, deadline: float) -> tuple[bool, int]:
     removed = 0
-    for folder, prefix in ((local_state / "staging", ""), (local_state / "sandbox", "run-")):
+    places = (
+        (local_state / "staging", ""),
+        (local_state / "sandbox", "run-"),
+        (SHM, "lw-tmp-run-"),  # Landlock's TMPDIR of a command of that owner
+    )
+    for folder, prefix in places:
         try:
             entries = [e.name for e in os.scandir(folder)]
         except OSError:
