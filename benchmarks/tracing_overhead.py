@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import tempfile
 import time
@@ -56,7 +57,7 @@ async def main(rounds: int) -> None:
         times: dict[str, list[float]] = {"traced": [], "plain": []}
         spans = 0
         with tempfile.TemporaryDirectory() as tmp:
-            Path(tmp).chmod(0o711)  # the sandbox user must pass through to the data dirs
+            os.chmod(tmp, 0o711)  # the sandbox user must pass through to the data dirs
             clients: dict[str, Client] = {}
             setups: tuple[tuple[str, TracerProvider | bool, Runtime | None], ...] = (
                 ("traced", provider, metered),
