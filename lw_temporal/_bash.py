@@ -448,7 +448,7 @@ class BashActivities:
 
     def _staging(self, scope: Scope) -> Path:
         """An empty staging folder set: an idle one of this data dir, or a new one."""
-        root = staging_root(scope.layout.local_state / "staging", self.user)
+        root = staging_root(scope.layout.local_state / "staging", self.user, self.claim().owner)
         while self._idle_staging:
             folder = self._idle_staging.pop()
             if folder.parent == root and not _changed(folder):

@@ -27,7 +27,7 @@ from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
     from lw_temporal import BashRequest, BashResult, LittleWorkflowPlugin
-    from lw_temporal._sandbox import SandboxUser, landlock_abi, staging_root
+    from lw_temporal._sandbox import landlock_abi, staging_root
     from lw_temporal._scope import Scope
     from lw_temporal.ids import parse_workflow_id
 
@@ -133,10 +133,11 @@ async def bash_worker(
 # -- snapshots -------------------------------------------------------------------------
 
 
-def staging_folder(data_dir: Path) -> Path:
-    """Where a worker on ``data_dir`` keeps its overlay staging sets (``/dev/shm`` when
-    it can, else under ``.lw/``)."""
-    return staging_root(data_dir / ".lw" / "staging", SandboxUser.for_worker())
+def staging_folder(plugin: LittleWorkflowPlugin) -> Path:
+    """Where ``plugin``'s worker keeps its overlay staging sets (``/dev/shm`` when it
+    can, else under ``.lw/``)."""
+    bash = plugin.bash_activities
+    return staging_root(plugin.config.layout.local_state / "staging", bash.user, bash.claim().owner)
 
 
 def data_snapshot(scope: Scope) -> dict[str, tuple[object, ...]]:

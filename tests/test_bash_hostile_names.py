@@ -71,9 +71,9 @@ HOSTILE = [
 ]
 
 
-def _staging_is_clean(data_dir: Path) -> bool:
+def _staging_is_clean(plugin: LittleWorkflowPlugin) -> bool:
     """Every staging folder left is an idle, empty one (kept for reuse)."""
-    staging = staging_folder(data_dir)
+    staging = staging_folder(plugin)
     return not staging.exists() or all(
         not any((folder / "upper").iterdir()) for folder in staging.iterdir()
     )
@@ -130,7 +130,7 @@ async def test_hostile_names_are_refused_and_the_store_stays_usable(
                 planner, [command, "cat /mnt/memory/workflow/lessons.md"]
             )
             assert data_snapshot(scope) == before, case
-            assert _staging_is_clean(data_dir), case
+            assert _staging_is_clean(plugin), case
             assert result.memory_changes == (), case
             assert after_it.stdout == f"call {SECRET}\nthen retry\n", case
             if sandbox == "bwrap":

@@ -4,9 +4,9 @@ peer's is not.
 Two real worker processes share the data dir: one is killed (SIGKILL, mid-command as
 far as its folders show: an overlay staging set with a 1,200-deep tree in its upper
 folder, and a Landlock private folder), one keeps running. The next worker's start
-removes everything of the killed one (its Landlock ``TMPDIR`` on ``/dev/shm`` and
-its lock included), keeps the live peer's, says
-so in a typed report, and then serves commands."""
+removes everything of the killed one (its Landlock ``TMPDIR`` and staging root on
+``/dev/shm`` and its lock included), keeps the live peer's, says so in a typed
+report, and then serves commands."""
 
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ for _ in range(1200):
 Path("f").write_text("left\\n")
 (state / "sandbox" / f"run-{claim.name()}" / "tmp").mkdir(parents=True)
 Path("/dev/shm", f"lw-tmp-run-{claim.name()}").mkdir()
+Path("/dev/shm", f"lw-staging-{claim.owner}.root").mkdir()  # its staging root on a tmpfs
 print(claim.owner, flush=True)
 sys.stdin.read()
 """
@@ -75,19 +76,19 @@ async def test_a_killed_workers_staging_is_swept_at_start(
     try:
         killed.kill()
         killed.wait()
-        assert len(_owned(state, dead_owner)) == 4  # staging, private, TMPDIR, lock
+        assert len(_owned(state, dead_owner)) == 5  # staging, private, TMPDIR, shm staging, lock
         activities = plugin.bash_activities
         async with activities.serving():
             report = activities.sweep_leftovers()  # idempotent: nothing left to do
             async with bash_worker(dev_env, plugin) as bash:
                 wrote = await bash.one(PLANNER, "echo x > /mnt/memory/workflow/a.md && echo ok")
         assert _owned(state, dead_owner) == []
-        assert len(_owned(state, live_owner)) == 4
+        assert len(_owned(state, live_owner)) == 5
         assert isinstance(report, SweepReport) and report.live == 1 and report.folders == 0
         assert wrote.stdout == "ok\n", wrote.stderr
     finally:
         live.communicate("")
         remove_tree(state / "staging")  # the peer's 1,200-deep tree, whatever happened
         for name in _owned(state, live_owner):
-            if name.startswith("lw-tmp-run-"):
+            if name.startswith(("lw-tmp-run-", "lw-staging-")):
                 remove_tree(SHM / name)

@@ -60,7 +60,7 @@ async def test_hostile_shapes_are_refused_before_reading(
             before = data_snapshot(scope)
             result, after_it = await bash.run(planner, [command, f"cat {MEMORY}/notes.md"])
             assert data_snapshot(scope) == before, case
-            assert _staging_is_clean(data_dir), case
+            assert _staging_is_clean(plugin), case
             assert result.memory_changes == () and after_it.stdout == "notes\n", case
             if sandbox == "bwrap":
                 refused = "\n".join(result.memory_refused)

@@ -57,7 +57,7 @@ async def test_planner_writes_are_committed_to_the_store(
     assert result.memory_refused == (
         "/mnt/memory/workflow/link: symlinks are not kept in memory; copy the file",
     )
-    assert not any(staging_folder(plugin.data_dir).iterdir())
+    assert not any(staging_folder(plugin).iterdir())
 
 
 async def test_reading_memory_changes_nothing_and_workers_cannot_write(
@@ -111,7 +111,7 @@ def test_change_collection_walks_only_the_upper_dir(tmp_path: Path) -> None:
 async def test_idle_staging_is_reused_and_never_carries_a_change_over(
     dev_env: WorkflowEnvironment, plugin: LittleWorkflowPlugin, store: Path
 ) -> None:
-    staging = staging_folder(plugin.data_dir)
+    staging = staging_folder(plugin)
     async with bash_worker(dev_env, plugin) as bash:
         reads = await bash.run(PLANNER, ["cat /mnt/memory/workflow/keep.md"] * 4)
         assert [r.stdout for r in reads] == ["keep\n"] * 4

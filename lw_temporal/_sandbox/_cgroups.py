@@ -243,23 +243,24 @@ def _empty(folder: Path, version: int) -> None:
         time.sleep(0.005)
 
 
-class _Homes(threading.local):
-    """The calling thread's own folder per hierarchy, read once per thread: a thread
-    lives where it was put and only :meth:`CommandCgroup.born_inside` moves it, always
-    back home, while reading ``/proc`` for it costs ~0.2 ms per hierarchy per command.
-    Thread-local, so the memo dies with its thread (thread ids are reused)."""
-
-    def __init__(self) -> None:
-        self.folders: dict[Path, Path] = {}
-
-
-_HOMES = _Homes()
+#: The calling thread's own folder per hierarchy, read once per thread: a thread lives
+#: where it was put and only :meth:`CommandCgroup.born_inside` moves it, always back
+#: home, while reading ``/proc`` for it costs ~0.2 ms per hierarchy per command. A
+#: thread-local (made on first use, not at import: workflow sandboxes import this
+#: module), so the memo dies with its thread, whose id may be reused.
+_homes: threading.local | None = None
 
 
 def _cached_home(hierarchy: _Hierarchy) -> Path:
-    home = _HOMES.folders.get(hierarchy.base)
+    global _homes
+    if _homes is None:
+        _homes = threading.local()
+    folders: dict[Path, Path] | None = getattr(_homes, "folders", None)
+    if folders is None:
+        folders = _homes.folders = {}
+    home = folders.get(hierarchy.base)
     if home is None:
-        home = _HOMES.folders[hierarchy.base] = _thread_home(hierarchy)
+        home = folders[hierarchy.base] = _thread_home(hierarchy)
     return home
 
 

@@ -4,9 +4,10 @@ swept by the next worker that starts, and never a live peer's.
 Each worker process claims an owner name (host, pid, a random tag) by holding the lock
 of ``<local state>/sandbox/owners/<owner>.lock`` for as long as it lives, and names
 every staging folder ``staging/<owner>.<id>``, every private folder
-``sandbox/run-<owner>.<id>`` and Landlock's ``TMPDIR`` after it
-(``/dev/shm/lw-tmp-run-<owner>.<id>``). A worker that starts tries each owner's lock:
-one it can take belongs to a worker that is gone (the kernel, or the NFS server once
+``sandbox/run-<owner>.<id>``, Landlock's ``TMPDIR``
+(``/dev/shm/lw-tmp-run-<owner>.<id>``) and its staging root on a tmpfs
+(``/dev/shm/lw-staging-<owner>.<id>``) after it. A worker that starts tries each
+owner's lock: one it can take belongs to a worker that is gone (the kernel, or the NFS server once
 its lease ends, released it), so that owner's folders are removed, then its lock file.
 A lock it cannot take belongs to a running worker on this host or another one sharing
 the runs root, whose folders stay. The sweep runs in a thread, removes folders of any
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from .._locks import lock_exclusive
 from ._landlock import SHM
-from ._overlay import remove_tree
+from ._overlay import SHM_STAGING_PREFIX, remove_tree
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +112,7 @@ def _remove_owned(local_state: Path, owner: str, deadline: float) -> tuple[bool,
         (local_state / "staging", ""),
         (local_state / "sandbox", "run-"),
         (SHM, "lw-tmp-run-"),  # Landlock's TMPDIR of a command of that owner
+        (SHM, SHM_STAGING_PREFIX),  # that owner's staging root on a tmpfs
     )
     for folder, prefix in places:
         try:

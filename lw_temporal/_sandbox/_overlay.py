@@ -301,11 +301,14 @@ def apply_changes(root: Path, changes: list[StoreChange]) -> None:
             os.replace(temp, target)
 
 
+#: The name of a worker's staging folder on ``/dev/shm`` starts with this and its owner.
+SHM_STAGING_PREFIX = "lw-staging-"
+
 #: Staging folders go to ``/dev/shm`` when it is a tmpfs with at least this much room.
 _SHM_ROOM = 1 << 30
 
 
-def staging_root(default: Path, user: SandboxUser | None) -> Path:
+def staging_root(default: Path, user: SandboxUser | None, owner: str) -> Path:
     """Where a command's overlay staging folders live: a private folder on
     ``/dev/shm`` when that is a tmpfs with room and user xattrs (which the overlay
     records deletions and replaced folders in), else ``default`` on the data disk.
@@ -315,20 +318,22 @@ def staging_root(default: Path, user: SandboxUser | None) -> Path:
     writers share; what a command stages is in memory until its commit (bounded by
     the command's limits and the capture limits, and charged to its memory cgroup).
     The folder is the worker process's own, one per ``default`` (``root:<sandbox
-    group>`` 0750 for a root worker), and removed when the worker exits."""
-    shared = _shm_root(default, user.gid if user is not None else None)
+    group>`` 0750 for a root worker), removed when the worker exits, and named after
+    its ``owner`` (see :mod:`._leftovers`) so that a killed worker's is swept by the
+    next one that starts."""
+    shared = _shm_root(default, user.gid if user is not None else None, owner)
     return shared if shared is not None else default
 
 
 @functools.cache
-def _shm_root(default: Path, gid: int | None) -> Path | None:
+def _shm_root(default: Path, gid: int | None, owner: str) -> Path | None:
     try:
         if not on_tmpfs(SHM):
             return None
         room = os.statvfs(SHM)
         if room.f_bavail * room.f_frsize < _SHM_ROOM:
             return None
-        root = Path(tempfile.mkdtemp(prefix=f"lw-staging-{os.getpid()}-", dir=SHM))
+        root = Path(tempfile.mkdtemp(prefix=f"{SHM_STAGING_PREFIX}{owner}.", dir=SHM))
     except OSError:
         return None
     atexit.register(shutil.rmtree, root, True)
