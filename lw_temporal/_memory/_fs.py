@@ -144,24 +144,12 @@ def opened_dir(
 
 def read_at(dir_fd: int, name: str, shown: str) -> bytes | None:
     """The file's bytes, ``None`` if it does not exist; links and directories refused."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
-    except FileNotFoundError:
+    opened = open_file_at(dir_fd, name, shown)
+    if opened is None:
         return None
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise _link_error(shown, name) from None
-        raise
+    fd, _ = opened
     try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise lw_error(INVALID_REQUEST, f"{shown}: is a directory, not a file")
-        if not stat.S_ISREG(info.st_mode):
-            raise lw_error(PATH_REJECTED, f"{shown}: is not a regular file")
-        chunks: list[bytes] = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return read_fd(fd)
     finally:
         os.close(fd)
 
