@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path, PurePosixPath
@@ -53,6 +54,7 @@ from ._sandbox import (
     WorkerClaim,
     apply_changes,
     collect_changes,
+    release_staging,
     remove_tree,
     run_sandboxed,
     secure_data_dir,
@@ -197,8 +199,10 @@ class BashActivities:
         self._scopes: dict[tuple[str, str], Scope] = {}
         # Staging folders (upper/work/merged) whose command wrote nothing are reused:
         # creating and removing three folders per command costs about as much as the
-        # overlay mount itself.
-        self._idle_staging: list[Path] = []
+        # overlay mount itself. Kept per thread: the thread that runs a command keeps
+        # an overlay mounted on its staging folder for the next one (see
+        # ``_sandbox._threadmounts``), which no other thread may reuse.
+        self._idle_staging: dict[int, list[Path]] = {}
         self._claim: WorkerClaim | None = None
 
     @property
@@ -410,12 +414,15 @@ class BashActivities:
         """Return clean staging folders for reuse; remove used ones and the private dir
         (heartbeating: removing what a command left, 50,000 folders, can take long)."""
         keep_alive = None if heartbeat is None else lambda: heartbeat(0, 0)
+        idle = self._idle_staging.setdefault(threading.get_ident(), [])
         for _, folder in staged:
             if _changed(folder):
+                release_staging(folder)
                 await _beating(keep_alive, _discard, folder)
-            elif len(self._idle_staging) < _IDLE_STAGING_MAX:
-                self._idle_staging.append(folder)
+            elif len(idle) < _IDLE_STAGING_MAX:
+                idle.append(folder)
             else:
+                release_staging(folder)
                 _discard(folder)
         if private is not None:
             await _beating(keep_alive, _discard, private)
@@ -449,10 +456,12 @@ class BashActivities:
     def _staging(self, scope: Scope) -> Path:
         """An empty staging folder set: an idle one of this data dir, or a new one."""
         root = staging_root(scope.layout.local_state / "staging", self.user, self.claim().owner)
-        while self._idle_staging:
-            folder = self._idle_staging.pop()
+        idle = self._idle_staging.get(threading.get_ident())
+        while idle:
+            folder = idle.pop()
             if folder.parent == root and not _changed(folder):
                 return folder
+            release_staging(folder)
             _discard(folder)
         folder = root / self.claim().name()
         for name in ("upper", "work", "merged", "lower"):

@@ -1,4 +1,4 @@
-"""Overlay mounts without helper programs: in the spawner thread's own mount namespace
+"""Overlay mounts without helper programs: in the spawning thread's own mount namespace
 (a worker with CAP_SYS_ADMIN) or in a user namespace the child makes before its exec
 (any other worker; ``use_pids_cgroup=False`` takes that path here). Both record
 writes, deletes and replaced folders the same way, leave the host's mounts alone and
@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-import threading
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -26,6 +25,8 @@ from lw_temporal._sandbox import (
     _run,
     run_sandboxed,
 )
+
+from tests._sandbox_support import host_overlays
 
 TARGET = PurePosixPath("/mnt/memory/workflow")
 PATHS = pytest.mark.parametrize("spawner_thread", [True, False], ids=["thread", "child"])
@@ -57,10 +58,6 @@ async def run(tmp_path: Path, spec: SandboxSpec, spawner_thread: bool) -> tuple[
     return outcome.exit_code, bytes(out.head), bytes(err.head)
 
 
-def overlays_in(mountinfo: Path) -> list[str]:
-    return [line for line in mountinfo.read_text().splitlines() if "lw-overlay" in line]
-
-
 @PATHS
 async def test_overlay_records_changes_and_stays_private(
     tmp_path: Path, spawner_thread: bool
@@ -78,10 +75,7 @@ async def test_overlay_records_changes_and_stays_private(
     assert stat.S_ISCHR(whiteout.st_mode) and whiteout.st_rdev == 0
     assert os.getxattr(upper / "old", "user.overlay.opaque") == b"y"
     assert (tmp_path / "lower" / "gone.md").exists()  # the source is untouched
-    assert not overlays_in(Path("/proc/self/mountinfo"))
-    for thread in threading.enumerate():  # the spawner is back in its own namespace
-        if thread.name.startswith("lw-sandbox-spawn") and thread.native_id is not None:
-            assert not overlays_in(Path(f"/proc/self/task/{thread.native_id}/mountinfo"))
+    assert not host_overlays()  # mounted in the spawning thread's own namespace only
 
 
 @PATHS

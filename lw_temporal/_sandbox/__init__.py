@@ -32,6 +32,7 @@ from ._spec import (
     SandboxSpec,
     SystemView,
 )
+from ._threadmounts import release_staging
 from ._userns import LAUNCH_FAILED_MARKER, LAUNCH_FAILED_STATUS
 
 #: The explicit, loudly named opt-in for running commands without any sandbox.
@@ -99,6 +100,7 @@ __all__ = [
     "apply_changes",
     "collect_changes",
     "landlock_abi",
+    "release_staging",
     "remove_tree",
     "run_sandboxed",
     "secure_data_dir",

@@ -80,16 +80,20 @@ class CgroupSupport:
             if cgroup.reusable():
                 idle.remove(cgroup)
                 return cgroup
-        folders: list[tuple[_Hierarchy, Path]] = []
+        folders: list[_Folder] = []
         name = f"cmd-{next(_counter)}"
         try:
             for hierarchy in self.hierarchies:
                 hierarchy.base.mkdir(exist_ok=True)
-                folder = hierarchy.base / name
-                folder.mkdir()
-                folders.append((hierarchy, folder))
+                path = hierarchy.base / name
+                path.mkdir()
+                try:
+                    folders.append(_Folder.open(hierarchy, path))
+                except OSError:
+                    path.rmdir()
+                    raise
                 for key, value in _limit_files(hierarchy, memory, pids):
-                    (folder / key).write_text(value)
+                    (path / key).write_text(value)
         except OSError as err:
             logger.warning("lw.bash: no cgroup for this command (%s); rlimits only", err)
             CommandCgroup(tuple(folders), idle).remove()
@@ -119,22 +123,76 @@ def _limit_files(hierarchy: _Hierarchy, memory: int, pids: int) -> list[tuple[st
     return files
 
 
+_READ = os.O_RDONLY | os.O_CLOEXEC
+_WRITE = os.O_WRONLY | os.O_CLOEXEC
+
+
+@dataclass(slots=True)
+class _Folder:
+    """One folder of a command cgroup, with the files every command writes or reads
+    held open: through a held descriptor that costs a microsecond, opening the file by
+    path each time twenty. (``cgroup.procs`` is opened anew for each read: on v1 an
+    open file keeps the list it first read for a second.)"""
+
+    hierarchy: _Hierarchy
+    path: Path
+    #: v1 ``tasks``, which the spawning thread joins (-1 on v2).
+    tasks: int = -1
+    #: ``memory.oom_control`` (v1) or ``memory.events`` (v2); -1 without memory.
+    events: int = -1
+
+    @classmethod
+    def open(cls, hierarchy: _Hierarchy, path: Path) -> _Folder:
+        folder = cls(hierarchy, path)
+        try:
+            if hierarchy.version == 1:
+                folder.tasks = os.open(path / "tasks", _WRITE)
+            if "memory" in hierarchy.controllers:
+                name = "memory.events" if hierarchy.version == 2 else "memory.oom_control"
+                folder.events = os.open(path / name, _READ)
+        except OSError:
+            folder.close()
+            raise
+        return folder
+
+    def procs(self, size: int = 1 << 16) -> bytes:
+        """The start of ``cgroup.procs`` (what a kill pass needs: it is repeated)."""
+        fd = os.open(self.path / "cgroup.procs", _READ)
+        try:
+            return os.read(fd, size)
+        finally:
+            os.close(fd)
+
+    def empty(self) -> bool:
+        return not self.procs(16).strip()
+
+    def close(self) -> None:
+        for fd in (self.tasks, self.events):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.tasks = self.events = -1
+
+
 class CommandCgroup:
     """The cgroup (one folder per hierarchy) of one running command."""
 
-    def __init__(
-        self, folders: tuple[tuple[_Hierarchy, Path], ...], idle: list[CommandCgroup]
-    ) -> None:
+    def __init__(self, folders: tuple[_Folder, ...], idle: list[CommandCgroup]) -> None:
         self.folders = folders
         self.idle = idle
         self.oom_base = 0
 
+    @property
+    def pids(self) -> bool:
+        """Whether the command's process count is capped here."""
+        return any("pids" in f.hierarchy.controllers for f in self.folders)
+
     def attach(self, pid: int) -> None:
         """Move ``pid`` (the launcher, before it forks) into every cgroup v2 folder
         (on v1 it was born inside, see :meth:`born_inside`)."""
-        for hierarchy, folder in self.folders:
-            if hierarchy.version == 2:
-                (folder / "cgroup.procs").write_text(str(pid))
+        for folder in self.folders:
+            if folder.hierarchy.version == 2:
+                (folder.path / "cgroup.procs").write_text(str(pid))
 
     @contextlib.contextmanager
     def born_inside(self) -> Iterator[None]:
@@ -145,27 +203,26 @@ class CommandCgroup:
         ``tasks``) takes no global lock, while moving another process there takes
         the kernel's threadgroup lock for writing, which waits for an RCU grace
         period (~10 ms per command on a busy host)."""
-        v1 = [(h, folder) for h, folder in self.folders if h.version == 1]
-        homes = [_cached_home(h) for h, _ in v1]
-        moved: list[Path] = []
+        v1 = [f for f in self.folders if f.hierarchy.version == 1]
+        homes = [_home_tasks(f.hierarchy) for f in v1]
+        moved: list[int] = []
         try:
-            for (_, folder), home in zip(v1, homes, strict=True):
-                (folder / "tasks").write_text("0")
+            for folder, home in zip(v1, homes, strict=True):
+                os.write(folder.tasks, b"0")
                 moved.append(home)
             yield
         finally:
             for home in moved:  # a spawner left in a command's cgroup would stay there
-                (home / "tasks").write_text("0")
+                os.write(home, b"0")
 
     def _oom_kills(self) -> int:
-        for hierarchy, folder in self.folders:
-            if "memory" not in hierarchy.controllers:
+        for folder in self.folders:
+            if folder.events < 0:
                 continue
-            name = "memory.events" if hierarchy.version == 2 else "memory.oom_control"
             with contextlib.suppress(OSError, ValueError):
-                for line in (folder / name).read_text().splitlines():
-                    key, _, value = line.partition(" ")
-                    if key == "oom_kill":
+                for line in os.pread(folder.events, 1 << 10, 0).splitlines():
+                    key, _, value = line.partition(b" ")
+                    if key == b"oom_kill":
                         return int(value)
         return 0
 
@@ -173,14 +230,20 @@ class CommandCgroup:
         """Whether the kernel killed a process of this command at its memory limit."""
         return self._oom_kills() > self.oom_base
 
+    def _empty(self) -> bool:
+        """Whether no process is left in it: every process of the command is in all
+        its folders (born there, and none may move itself), so one listing answers.
+        (``pids.current`` would be cheaper, but counts an exited process until its
+        parent reaps it, which for bwrap's pid 1 is whoever adopts it.)"""
+        return not self.folders or self.folders[0].empty()
+
     def reusable(self) -> bool:
         """Empty and still there: ready for the next command (counting anew)."""
-        for _, folder in self.folders:
-            try:
-                if (folder / "cgroup.procs").read_text().strip():
-                    return False
-            except OSError:
+        try:
+            if not self._empty():
                 return False
+        except OSError:
+            return False
         self.oom_base = self._oom_kills()
         return True
 
@@ -193,36 +256,42 @@ class CommandCgroup:
         command waits here for the kernel to reap the last one's processes."""
         if self in self.idle:
             return
-        for hierarchy, folder in self.folders:
-            _kill_all(folder, hierarchy.version)
+        try:
+            empty = self._empty()
+        except OSError:
+            empty = False
+        if not empty:
+            for folder in self.folders:
+                _kill_all(folder)
         if len(self.idle) < _IDLE_MAX:
             self.idle.append(self)
         else:
             self.remove()
 
     def remove(self) -> None:
-        for hierarchy, folder in self.folders:
-            _empty(folder, hierarchy.version)
+        for folder in self.folders:
+            _empty(folder)
+            folder.close()
             for _ in range(200):
                 try:
-                    folder.rmdir()
+                    folder.path.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:  # its last processes are still exiting
                     time.sleep(0.005)
             else:
-                logger.warning("lw.bash: cgroup %s not removed (still busy)", folder)
+                logger.warning("lw.bash: cgroup %s not removed (still busy)", folder.path)
 
 
-def _kill_all(folder: Path, version: int) -> bool:
+def _kill_all(folder: _Folder) -> bool:
     """SIGKILL every process in ``folder`` (one pass); whether it was empty already."""
-    if version == 2:
+    if folder.hierarchy.version == 2:
         with contextlib.suppress(OSError):
-            (folder / "cgroup.kill").write_text("1")
+            (folder.path / "cgroup.kill").write_text("1")
             return False
     try:
-        pids = [int(p) for p in (folder / "cgroup.procs").read_text().split()]
+        pids = [int(p) for p in folder.procs().split()]
     except (OSError, ValueError):
         return True
     for pid in pids:
@@ -231,37 +300,47 @@ def _kill_all(folder: Path, version: int) -> bool:
     return not pids
 
 
-def _empty(folder: Path, version: int) -> None:
+def _empty(folder: _Folder) -> None:
     """Kill what is in ``folder`` and wait (briefly) until the kernel has reaped it."""
     for _ in range(20):
-        if _kill_all(folder, version) and version == 1:
+        if _kill_all(folder) and folder.hierarchy.version == 1:
             return
-        if version == 2:
+        if folder.hierarchy.version == 2:
             with contextlib.suppress(OSError):
-                if not (folder / "cgroup.procs").read_text().strip():
+                if folder.empty():
                     return
         time.sleep(0.005)
 
 
-#: The calling thread's own folder per hierarchy, read once per thread: a thread lives
-#: where it was put and only :meth:`CommandCgroup.born_inside` moves it, always back
-#: home, while reading ``/proc`` for it costs ~0.2 ms per hierarchy per command. A
-#: thread-local (made on first use, not at import: workflow sandboxes import this
-#: module), so the memo dies with its thread, whose id may be reused.
+#: The calling thread's own ``tasks`` file per hierarchy, found and opened once per
+#: thread: a thread lives where it was put and only :meth:`CommandCgroup.born_inside`
+#: moves it, always back home, while reading ``/proc`` for it costs ~0.2 ms per
+#: hierarchy per command. A thread-local (made on first use, not at import: workflow
+#: sandboxes import this module), so the memo, and its descriptors, die with its
+#: thread, whose id may be reused.
 _homes: threading.local | None = None
 
 
-def _cached_home(hierarchy: _Hierarchy) -> Path:
+class _HomeTasks(dict[Path, int]):
+    """One thread's home ``tasks`` descriptors by hierarchy base (closed with it)."""
+
+    def __del__(self) -> None:
+        for fd in self.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _home_tasks(hierarchy: _Hierarchy) -> int:
     global _homes
     if _homes is None:
         _homes = threading.local()
-    folders: dict[Path, Path] | None = getattr(_homes, "folders", None)
-    if folders is None:
-        folders = _homes.folders = {}
-    home = folders.get(hierarchy.base)
-    if home is None:
-        home = folders[hierarchy.base] = _thread_home(hierarchy)
-    return home
+    homes: _HomeTasks | None = getattr(_homes, "tasks", None)
+    if homes is None:
+        homes = _homes.tasks = _HomeTasks()
+    fd = homes.get(hierarchy.base)
+    if fd is None:
+        fd = homes[hierarchy.base] = os.open(_thread_home(hierarchy) / "tasks", _WRITE)
+    return fd
 
 
 def _thread_home(hierarchy: _Hierarchy) -> Path:

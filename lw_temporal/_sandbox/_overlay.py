@@ -23,6 +23,7 @@ from pathlib import Path
 from .._changes import StoreChange
 from ._identity import SandboxUser
 from ._landlock import SHM, on_tmpfs
+from ._threadmounts import ThreadMounts
 
 _OPAQUE_XATTRS = ("user.overlay.opaque", "trusted.overlay.opaque")
 #: Linux's PATH_MAX: no path the walk hands on may be longer (with its NUL).
@@ -325,6 +326,14 @@ def staging_root(default: Path, user: SandboxUser | None, owner: str) -> Path:
     return shared if shared is not None else default
 
 
+def _remove_root(root: Path) -> None:
+    """At exit: what the exiting thread keeps mounted below ``root`` goes first."""
+    mounts = ThreadMounts.existing()
+    if mounts is not None:
+        mounts.release_under(os.fsencode(root))
+    shutil.rmtree(root, ignore_errors=True)
+
+
 @functools.cache
 def _shm_root(default: Path, gid: int | None, owner: str) -> Path | None:
     try:
@@ -336,7 +345,7 @@ def _shm_root(default: Path, gid: int | None, owner: str) -> Path | None:
         root = Path(tempfile.mkdtemp(prefix=f"{SHM_STAGING_PREFIX}{owner}.", dir=SHM))
     except OSError:
         return None
-    atexit.register(shutil.rmtree, root, True)
+    atexit.register(_remove_root, root)
     try:
         os.setxattr(root, "user.lw-probe", b"1")
         os.removexattr(root, "user.lw-probe")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import dataclasses
 import fcntl
 import functools
 import os
@@ -25,19 +26,20 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, ClassVar
+from typing import IO, Any, ClassVar
 
 from ._backends import Backend, Launch
 from ._cgroups import CommandCgroup, command_cgroups
 from ._identity import SandboxUser, thread_as
 from ._quota import QuotaWatch, quotas_of
 from ._spec import Limits, SandboxSpec
+from ._threadmounts import ThreadMounts
 from ._userns import (
     LAUNCH_FAILED_MARKER,
     LAUNCH_FAILED_STATUS,
     LaunchFailed,
+    Overlay,
     OverlayNamespace,
-    ThreadMounts,
 )
 
 _CHUNK = 1 << 16
@@ -150,18 +152,18 @@ def _pids_base() -> Path | None:
 
 
 class _Spawner:
-    """One thread that starts every sandbox, living in a pids cgroup of its own.
+    """One thread that starts the sandboxes that need it, living in a pids cgroup of
+    its own.
 
-    A child is born in the cgroup of the thread that forks it (cgroup v1 places
-    threads individually), so moving this one thread once bounds every sandbox's
-    process count without a per-command cgroup attach, which costs more than the
-    sandbox itself. The limit is shared by the worker's concurrent commands: a fork
-    bomb can slow its neighbours' forks until it is killed, never the worker, whose
-    other threads stay outside. Without a writable pids hierarchy the spawner is
-    still used, and only rlimits apply (RLIMIT_NPROC binds only a non-root worker).
-
-    Where the worker may (``CAP_SYS_ADMIN``), the thread also keeps a mount namespace
-    of its own, in which it mounts each command's overlays (see :mod:`._userns`).
+    Where the worker may (``CAP_SYS_ADMIN``), the thread keeps a mount namespace of
+    its own, in which it mounts each command's overlays (see :mod:`._userns`): a
+    command with an overlay is started here. So is one without a cgroup of its own
+    (no writable memory or pids hierarchy per command): a child is born in the cgroup
+    of the thread that forks it (cgroup v1 places threads individually), so this
+    thread's pids cgroup bounds the process count of every such sandbox together (a
+    fork bomb can slow its neighbours' forks until it is killed, never the worker,
+    whose other threads stay outside). Without any writable pids hierarchy only
+    rlimits apply (RLIMIT_NPROC binds only a non-root worker).
     """
 
     _instances: ClassVar[dict[int, _Spawner]] = {}
@@ -171,8 +173,6 @@ class _Spawner:
         self.cgroup: Path | None = None
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lw-sandbox-spawn")
         self.executor.submit(self._enter_cgroup).result()
-        self.mounts: ThreadMounts | None = None
-        self._mounts_tried = False
 
     @classmethod
     def get(cls, limit: int) -> _Spawner:
@@ -201,35 +201,80 @@ class _Spawner:
             self.executor.shutdown(wait=True)
             self.cgroup.rmdir()
 
-    async def popen(self, launch: Launch, start: _Start) -> subprocess.Popen[bytes]:
+    async def popen(self, launch: Launch, start: _Start) -> _Started:
+        """Start ``launch`` on the caller's thread (the event loop's), or on this one
+        where only its pids cgroup bounds the command (it has no pids cgroup of its
+        own): handing a start to another thread and back costs half a millisecond,
+        more than the start itself, and every step of it (overlay mounts, cgroup,
+        identity) changes the calling thread only."""
+        own_pids = start.cgroup is not None and start.cgroup.pids
+        if own_pids or self.cgroup is None:
+            return _start(launch, start, _thread_mounts(launch))
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, self._spawn, launch, start)
+        started = await loop.run_in_executor(
+            self.executor, lambda: _start(launch, start, _thread_mounts(launch))
+        )
+        return dataclasses.replace(started, executor=self.executor)
 
-    def _spawn(self, launch: Launch, start: _Start) -> subprocess.Popen[bytes]:
-        if launch.overlays and not self._mounts_tried:  # the first overlay: on this thread
-            self._mounts_tried = True
-            self.mounts = ThreadMounts.enter()
-        return self._start(launch, start, self.mounts)
 
-    @staticmethod
-    def _start(
-        launch: Launch, start: _Start, mounts: ThreadMounts | None = None
-    ) -> subprocess.Popen[bytes]:
-        """Start ``launch`` as the sandbox user; its overlays go into ``mounts`` (the
-        calling thread's own namespace) or, without it, into a namespace the child
-        makes before its exec."""
-        preexec: OverlayNamespace | None = None
-        user = start.user
-        with contextlib.ExitStack() as namespace:
-            if launch.overlays and mounts is not None:
-                ids = (user.uid, user.gid) if user is not None else None
-                namespace.enter_context(mounts.mounted(launch.overlays, ids))
-            elif launch.overlays:
-                preexec = OverlayNamespace(
-                    launch.overlays, start.report_write, idmapped=user is not None
-                )
+def _thread_mounts(launch: Launch) -> ThreadMounts | None:
+    return ThreadMounts.of_this_thread() if launch.overlays else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Started:
+    """A started launch, and what to undo on the thread that started it once it ends."""
+
+    proc: subprocess.Popen[bytes]
+    overlays: tuple[Overlay, ...] = ()
+    mounts: ThreadMounts | None = None
+    #: The thread that mounted ``overlays`` (None: the event loop's own).
+    executor: ThreadPoolExecutor | None = None
+
+    async def finish(self) -> None:
+        """Unmount the command's overlays where they were mounted, before their staging
+        folders are reused (even when the caller is cancelled): in the background for
+        the event loop's thread, now on the spawner's."""
+        mounts = self.mounts
+        if mounts is None:
+            return
+        if self.executor is None:
+            mounts.ended(self.overlays, _after_this_task)
+            return
+        done = self.executor.submit(mounts.release_overlays, self.overlays)
+        await asyncio.shield(asyncio.wrap_future(done))
+
+
+def _after_this_task(callback: Callable[[], None]) -> None:
+    """Run ``callback`` on the event loop once the calling task is done (an activity's:
+    after its result has gone back), or in the loop's next turn outside any task."""
+    task = asyncio.current_task()
+    if task is None:
+        asyncio.get_running_loop().call_soon(callback)
+    else:
+        task.add_done_callback(lambda _: callback())
+
+
+def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) -> _Started:
+    """Start ``launch`` as the sandbox user; its overlays go into ``mounts`` (the
+    calling thread's own namespace) or, without it, into a namespace the child makes
+    before its exec."""
+    preexec: OverlayNamespace | None = None
+    user = start.user
+    if launch.overlays and mounts is not None:
+        try:
+            mounts.mount(launch.overlays, (user.uid, user.gid) if user is not None else None)
+        except BaseException:
+            for fd in launch.fds:
+                os.close(fd)
+            raise
+    elif launch.overlays:
+        mounts = None
+        preexec = OverlayNamespace(launch.overlays, start.report_write, idmapped=user is not None)
+    try:
+        with contextlib.ExitStack() as inside:
             if start.cgroup is not None:
-                namespace.enter_context(start.cgroup.born_inside())
+                inside.enter_context(start.cgroup.born_inside())
             try:
                 with thread_as(launch.user):
                     proc = subprocess.Popen(
@@ -266,7 +311,11 @@ class _Spawner:
             _kill_group(proc.pid)
             proc.wait()
             raise
-        return proc
+    except BaseException:
+        if mounts is not None:
+            mounts.release_overlays(launch.overlays)
+        raise
+    return _Started(proc, launch.overlays if mounts is not None else (), mounts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,11 +334,17 @@ class _Start:
 class _Reader:
     """Drains one pipe into a sink from the event loop (no thread per stream)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, sink: OutputSink) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        fd: int,
+        sink: OutputSink,
+        on_end: Callable[[], None],
+    ) -> None:
         self.loop = loop
         self.fd = fd
         self.sink = sink
-        self.done: asyncio.Future[None] = loop.create_future()
+        self.on_end = on_end
         os.set_blocking(fd, False)
         loop.add_reader(fd, self._ready)
 
@@ -310,29 +365,75 @@ class _Reader:
             self.loop.remove_reader(self.fd)
             os.close(self.fd)
             self.fd = -1
-        if not self.done.done():
-            self.done.set_result(None)
+            self.on_end()
 
 
-async def _exited(loop: asyncio.AbstractEventLoop, proc: subprocess.Popen[bytes]) -> int:
-    """Wait for ``proc`` through a pidfd: no child-watcher thread, no polling."""
-    pidfd = os.pidfd_open(proc.pid)
-    try:
-        if proc.poll() is None:
-            ready: asyncio.Future[None] = loop.create_future()
+class _Watch:
+    """The end of one launch, seen from the event loop by callbacks alone (no task,
+    no thread): ``exited`` once the launcher has exited (its pidfd), ``drained`` once
+    both its pipes are at EOF, ``ended`` once both, or 5 s after the exit when a
+    descendant keeps a pipe open. The waiting task wakes once, not once per step."""
 
-            def signal_exit() -> None:
-                if not ready.done():
-                    ready.set_result(None)
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        proc: subprocess.Popen[bytes],
+        stdout: OutputSink,
+        stderr: OutputSink,
+    ) -> None:
+        assert proc.stdout is not None and proc.stderr is not None
+        self.loop = loop
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.drained: asyncio.Future[None] = loop.create_future()
+        self.ended: asyncio.Future[None] = loop.create_future()
+        self._open = 2
+        self._grace: asyncio.TimerHandle | None = None
+        self.readers = [
+            _Reader(loop, os.dup(proc.stdout.fileno()), stdout, self._pipe_ended),
+            _Reader(loop, os.dup(proc.stderr.fileno()), stderr, self._pipe_ended),
+        ]
+        proc.stdout.close()
+        proc.stderr.close()
+        self._pidfd = os.pidfd_open(proc.pid)
+        loop.add_reader(self._pidfd, self._launcher_exited)
 
-            loop.add_reader(pidfd, signal_exit)
-            try:
-                await ready
-            finally:
-                loop.remove_reader(pidfd)
-        return proc.wait()
-    finally:
-        os.close(pidfd)
+    def _pipe_ended(self) -> None:
+        self._open -= 1
+        if self._open == 0:
+            _resolve(self.drained)
+            if self.exited.done():
+                _resolve(self.ended)
+
+    def _launcher_exited(self) -> None:
+        self._unwatch()
+        _resolve(self.exited)
+        if self.drained.done():
+            _resolve(self.ended)
+        else:
+            self._grace = self.loop.call_later(_DRAIN_GRACE, _resolve, self.ended)
+
+    def _unwatch(self) -> None:
+        if self._pidfd >= 0:
+            self.loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = -1
+
+    def close(self) -> None:
+        self._unwatch()
+        if self._grace is not None:
+            self._grace.cancel()
+        for reader in self.readers:
+            reader.close()
+
+
+#: How long a launcher's pipes may stay open after it exited (a descendant holding
+#: them) before whatever holds them is killed.
+_DRAIN_GRACE = 5.0
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _kill_group(pid: int) -> None:
@@ -413,9 +514,9 @@ async def run_sandboxed(
     try:
         launch = backend.launch(spec, args_read, report_write)
         if spawner is not None:
-            proc = await spawner.popen(launch, start)
+            started_launch = await spawner.popen(launch, start)
         else:
-            proc = _Spawner._start(launch, start)
+            started_launch = _start(launch, start)
     except (LaunchFailed, subprocess.SubprocessError, OSError) as err:
         # An overlay the spawner could not mount, or a child that failed before its
         # exec without saying why: the same failure as one the child reports itself.
@@ -428,26 +529,20 @@ async def run_sandboxed(
         os.close(args_read)
         os.close(args_write)
         os.close(report_write)
-    assert proc.stdout is not None and proc.stderr is not None
-    readers = [
-        _Reader(loop, os.dup(proc.stdout.fileno()), stdout),
-        _Reader(loop, os.dup(proc.stderr.fileno()), stderr),
-    ]
-    proc.stdout.close()
-    proc.stderr.close()
-    drained = asyncio.gather(*(r.done for r in readers))
+    proc = started_launch.proc
+    watch_end = _Watch(loop, proc, stdout, stderr)
     timed_out = False
     watch = QuotaWatch(quotas_of(spec, launch))
     stopped: str | None = None
     guard_stopped = False
+    exited = watch_end.exited
 
     async def kill() -> None:
         # SIGTERM first: a launcher that outlives its command (Landlock) kills every
         # descendant on it; bwrap dies and its pid namespace with it. Then SIGKILL.
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signal.SIGTERM)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(exited), timeout=5)
+        await asyncio.wait({exited}, timeout=5)
         _kill_group(proc.pid)
 
     async def beat() -> None:
@@ -457,10 +552,10 @@ async def run_sandboxed(
             heartbeat(stdout.total, stderr.total)
 
     beater = asyncio.create_task(beat()) if heartbeat is not None else None
-    exited = asyncio.ensure_future(_exited(loop, proc))
     guard = asyncio.ensure_future(watch.exceeded())
     try:
-        await asyncio.wait({exited, guard}, timeout=spec.timeout, return_when="FIRST_COMPLETED")
+        first: set[asyncio.Future[Any]] = {watch_end.ended, guard}
+        await asyncio.wait(first, timeout=spec.timeout, return_when="FIRST_COMPLETED")
         if not exited.done():
             if guard.done():
                 guard_stopped = True
@@ -469,11 +564,12 @@ async def run_sandboxed(
                 timed_out = True
             await kill()
             await exited
-        try:
-            await asyncio.wait_for(asyncio.shield(drained), timeout=5)
-        except TimeoutError:  # a descendant kept a pipe open: it must go too
+        if not watch_end.drained.done():
+            await asyncio.wait({watch_end.drained}, timeout=_DRAIN_GRACE)
+        if not watch_end.drained.done():  # a descendant kept a pipe open: it must go too
             await kill()
-            await asyncio.wait_for(asyncio.shield(drained), timeout=30)
+            await asyncio.wait({watch_end.drained}, timeout=30)
+        proc.wait()
     except BaseException:  # cancelled: the tree goes before the error propagates
         with contextlib.suppress(BaseException):
             await asyncio.shield(kill())
@@ -486,8 +582,7 @@ async def run_sandboxed(
         guard.cancel()
         if beater is not None:
             beater.cancel()
-        for reader in readers:
-            reader.close()
+        watch_end.close()
         stdout.close()
         stderr.close()
         if cgroup is not None:
@@ -498,6 +593,7 @@ async def run_sandboxed(
                     f"processes together ({limits.memory >> 20} MiB)",
                 )
             cgroup.close()
+        await started_launch.finish()  # last: the only step that may wait
     stopped = _joined(stopped, await watch.settled())
     report = _drain(report_read)
     if report:

@@ -1,0 +1,372 @@
+"""The spawning thread's own mount namespace: overlays mounted in place, and armed.
+
+A worker with ``CAP_SYS_ADMIN`` (root on a host) mounts each command's overlays in a
+mount namespace that the thread that starts the sandboxes keeps for itself (see
+:class:`ThreadMounts`), and bwrap, started by that thread, copies that namespace and
+binds the merged folders. The child is a plain ``vfork`` and exec; any other worker's
+child makes a namespace of its own instead (:class:`._userns.OverlayNamespace`).
+
+When commands run as a separate sandbox user (a root worker), the store folder under
+an overlay is owned by the worker, which the sandbox user could not write through the
+overlay. So an idmapped copy of the store folder's mount (host uid/gid 0 shown as the
+sandbox user's) is bound as the overlay's lower layer: the command writes as its own
+user, the upper folder records files it owns, and the store itself is untouched.
+
+Each overlay is mounted from inside its staging folder, with the store folder first
+bound at ``lower`` there, so its options name only ``lower``, ``upper`` and ``work``:
+the sandbox's ``/proc/self/mountinfo`` shows the overlay without a host path.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import functools
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ._userns import (
+    _CLONE_NEWNS,
+    _CLONE_NEWUSER,
+    _MS_REC,
+    _MS_SLAVE,
+    LAUNCH_FAILED_MARKER,
+    LaunchFailed,
+    Overlay,
+    _clear_volatile_marker,
+    _Encoded,
+    _encoded,
+    _libc,
+    _Syscall,
+)
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_MNT_DETACH = 2
+_UMOUNT_NOFOLLOW = 8
+
+
+#: Fresh overlays a thread keeps mounted for the next command of the same store.
+_ARMED_MAX = 8
+
+
+@dataclass(frozen=True, slots=True)
+class _Mounted:
+    """What is mounted at one staging folder of this thread's namespace."""
+
+    overlay: _Encoded
+    user: tuple[int, int] | None
+    #: (st_dev, st_ino) of the store folder when it was bound: a folder replaced
+    #: since (renamed over, or made where there was none) is bound anew.
+    lower: tuple[int, int]
+
+
+class ThreadMounts:
+    """A spawning thread's own mount namespace, for a worker with ``CAP_SYS_ADMIN``.
+
+    The thread enters it once (:meth:`of_this_thread`) and stays: a slave of the
+    host's namespace, so host mounts still reach it and nothing flows back, and other
+    threads (and the host) never see what is mounted there. Each command's overlays
+    are mounted in place, at their staging folders, before bwrap starts (bwrap copies
+    the namespace and binds the merged folders). A concurrent command's copy holds
+    the other commands' overlays too, under the host root it detaches at its
+    ``pivot_root``, so it never reaches them.
+
+    When a command is over (:meth:`ended`), its overlays are unmounted after its
+    result, and a staging folder whose upper layer stayed empty (the one a next
+    command reuses) gets a fresh overlay of the same store right away, **armed**: the
+    next command of that store starts without waiting for a mount. An armed overlay
+    is one no process has used: nothing of the store is cached in it, so it shows the
+    store as it is when the command starts, as a fresh mount would (changes the
+    commits make to the store meanwhile included). A store folder replaced since is
+    mounted anew.
+
+    Entering changes the calling thread only, and for good: its mount namespace, and
+    with it (the kernel ties them) its root, working folder and umask, which other
+    threads' ``chdir``/``umask`` no longer change (this module never changes them:
+    it mounts through descriptors and returns to the working folder it found)."""
+
+    _local: threading.local | None = None
+
+    def __init__(self) -> None:
+        _, self._mount, _ = _libc()
+        self._mounted: dict[bytes, _Mounted] = {}
+        #: Staging folders (of ``_mounted``) holding an armed overlay, oldest first.
+        self._armed: dict[bytes, None] = {}
+        #: Staging folders (of ``_mounted``) whose command is over, to settle.
+        self._ended: set[bytes] = set()
+        self._settling = False
+
+    @classmethod
+    def of_this_thread(cls) -> ThreadMounts | None:
+        """The calling thread's (entered on first use); ``None`` when the worker may
+        not (then each child makes its own namespace, see :class:`OverlayNamespace`)."""
+        if cls._local is None:  # made on first use: workflow sandboxes import this module
+            cls._local = threading.local()
+        if not hasattr(cls._local, "mounts"):
+            cls._local.mounts = cls._enter()
+        mounts: ThreadMounts | None = cls._local.mounts
+        return mounts
+
+    @classmethod
+    def existing(cls) -> ThreadMounts | None:
+        """The calling thread's, if it has entered one (never enters)."""
+        return getattr(cls._local, "mounts", None) if cls._local is not None else None
+
+    @classmethod
+    def _enter(cls) -> ThreadMounts | None:
+        unshare, mount, setns = _libc()
+        host_fd = os.open("/proc/thread-self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            if unshare(_CLONE_NEWNS) != 0:
+                return None
+            if mount(None, b"/", None, _MS_REC | _MS_SLAVE, None) != 0:
+                if setns(host_fd, _CLONE_NEWNS) != 0:
+                    raise OSError(ctypes.get_errno(), "cannot return to the host mounts")
+                return None
+        finally:
+            os.close(host_fd)
+        mounts = cls()
+        if threading.current_thread() is threading.main_thread():
+            # before the exit handlers remove the staging folders these are mounted on
+            atexit.register(mounts.release_all)
+        return mounts
+
+    def mount(self, overlays: tuple[Overlay, ...], user: tuple[int, int] | None = None) -> None:
+        """Have ``overlays`` mounted at their staging folders: an armed one as it is,
+        the others now (all or none: raises :class:`LaunchFailed` when one cannot be
+        mounted). ``user`` (uid, gid) is whom an idmapped lower layer shows the
+        worker's files as."""
+        done: list[bytes] = []
+        try:
+            for overlay in _encoded(overlays):
+                if not self._take_armed(overlay, user):
+                    self.release(overlay.staging)
+                    self._mount_one(overlay, user)
+                done.append(overlay.staging)
+        except BaseException:
+            for staging in done:
+                self.release(staging)
+            raise
+
+    def ended(
+        self, overlays: tuple[Overlay, ...], later: Callable[[Callable[[], None]], Any]
+    ) -> None:
+        """The command that used ``overlays`` is over: settle them through ``later``
+        (e.g. the event loop's ``call_soon``, which runs it after the result is back)."""
+        for overlay in _encoded(overlays):
+            if overlay.staging in self._mounted:
+                self._ended.add(overlay.staging)
+        if self._ended and not self._settling:
+            self._settling = True
+            later(self.settle)
+
+    def settle(self) -> None:
+        """Unmount the ended commands' overlays, arming a fresh one on each staging
+        folder whose upper layer stayed empty (the caller removes the others)."""
+        self._settling = False
+        ended, self._ended = self._ended, set()
+        for staging in ended:
+            used = self._mounted.pop(staging, None)
+            if used is None:
+                continue
+            _unmount([used.overlay])
+            if not _upper_empty(staging):
+                continue
+            if self._armed and len(self._armed) >= _ARMED_MAX:  # the oldest goes
+                self.release(next(iter(self._armed)))
+            if len(self._armed) >= _ARMED_MAX:
+                continue
+            with contextlib.suppress(LaunchFailed, OSError):
+                self._mount_one(used.overlay, used.user)
+                self._armed[staging] = None
+
+    def release(self, staging: bytes) -> None:
+        """Unmount whatever is mounted at ``staging`` here (before it is reused for
+        another store or removed)."""
+        self._armed.pop(staging, None)
+        self._ended.discard(staging)
+        mounted = self._mounted.pop(staging, None)
+        if mounted is not None:
+            _unmount([mounted.overlay])
+
+    def release_overlays(self, overlays: tuple[Overlay, ...]) -> None:
+        for overlay in _encoded(overlays):
+            self.release(overlay.staging)
+
+    def release_under(self, root: bytes) -> None:
+        """Unmount everything mounted here at a staging folder below ``root``."""
+        for staging in [s for s in self._mounted if s.startswith(root.rstrip(b"/") + b"/")]:
+            self.release(staging)
+
+    def release_all(self) -> None:
+        for staging in list(self._mounted):
+            self.release(staging)
+
+    def _take_armed(self, overlay: _Encoded, user: tuple[int, int] | None) -> bool:
+        if overlay.staging not in self._armed:
+            return False
+        armed = self._mounted[overlay.staging]
+        if armed.overlay != overlay or armed.user != user or armed.lower != _identity(overlay):
+            return False
+        del self._armed[overlay.staging]
+        return True
+
+    def _mount_one(self, overlay: _Encoded, user: tuple[int, int] | None) -> None:
+        failed = overlay.failed.decode("utf-8", "replace")
+        try:
+            staging = os.open(overlay.staging, _DIR_FLAGS)
+        except OSError as err:
+            raise LaunchFailed(failed + os.strerror(err.errno or 0)) from None
+        try:
+            lower = _identity(overlay)
+            _bind_lower(overlay.source, staging, user, failed)
+            _clear_volatile_marker(staging)
+            # The options name the layers relative to the staging folder (no host path
+            # in the sandbox's mountinfo): mount from inside it, then go back.
+            here = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                os.fchdir(staging)
+                status = self._mount(b"lw-overlay", b"merged", b"overlay", 0, overlay.options)
+                code = ctypes.get_errno()
+            finally:
+                os.fchdir(here)
+                os.close(here)
+            if status != 0:
+                _detach(overlay.staging + b"/lower")
+                raise LaunchFailed(failed + os.strerror(code))
+        finally:
+            os.close(staging)
+        self._mounted[overlay.staging] = _Mounted(overlay, user, lower)
+
+
+def release_staging(folder: os.PathLike[str] | str) -> None:
+    """Before a staging folder is removed or used for another store's command: unmount
+    what the calling thread (the one that ran its commands) keeps mounted on it."""
+    mounts = ThreadMounts.existing()
+    if mounts is not None:
+        mounts.release(os.fsencode(folder))
+
+
+def _identity(overlay: _Encoded) -> tuple[int, int]:
+    try:
+        st = os.stat(overlay.source)
+    except OSError:
+        return (-1, -1)
+    return (st.st_dev, st.st_ino)
+
+
+def _upper_empty(staging: bytes) -> bool:
+    try:
+        with os.scandir(staging + b"/upper") as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
+
+
+def _unmount(overlays: Sequence[_Encoded]) -> None:
+    for overlay in overlays:
+        _detach(overlay.staging + b"/merged")
+        _detach(overlay.staging + b"/lower")
+
+
+def _detach(path: bytes) -> None:
+    _umount2()(path, _MNT_DETACH | _UMOUNT_NOFOLLOW)
+
+
+@functools.cache
+def _umount2() -> _Syscall:
+    umount2: Any = ctypes.CDLL(None, use_errno=True).umount2
+    umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    umount2.restype = ctypes.c_int
+    return umount2  # type: ignore[no-any-return]
+
+
+_SYS_OPEN_TREE = 428
+_SYS_MOVE_MOUNT = 429
+_SYS_MOUNT_SETATTR = 442
+_OPEN_TREE_CLONE = 1
+_AT_EMPTY_PATH = 0x1000
+_AT_FDCWD = -100
+_MOVE_MOUNT_F_EMPTY_PATH = 4
+_MOUNT_ATTR_IDMAP = 0x00100000
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = (
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    )
+
+
+@functools.cache
+def _idmap_userns(uid: int, gid: int) -> int:
+    """A user namespace mapping id 0 to (uid, gid), kept open for idmapped mounts."""
+    _libc()  # resolved before the fork: the child makes one system call and waits
+    ready_r, ready_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child only holds the namespace
+        try:
+            os.close(ready_r)
+            os.close(done_w)
+            unshare, _, _ = _libc()
+            os.write(ready_w, b"1" if unshare(_CLONE_NEWUSER) == 0 else b"0")
+            os.read(done_r, 1)
+        finally:
+            os._exit(0)
+    os.close(ready_w)
+    os.close(done_r)
+    try:
+        if os.read(ready_r, 1) != b"1":
+            raise LaunchFailed(f"{LAUNCH_FAILED_MARKER}: cannot create the idmap namespace")
+        for name, data in (
+            ("uid_map", f"0 {uid} 1\n"),
+            ("setgroups", "deny"),
+            ("gid_map", f"0 {gid} 1\n"),
+        ):
+            with open(f"/proc/{pid}/{name}", "w") as ids:
+                ids.write(data)
+        return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(done_w)
+        os.close(ready_r)
+        os.waitpid(pid, 0)
+
+
+def _bind_lower(source: bytes, staging: int, user: tuple[int, int] | None, failed: str) -> None:
+    """Mount a copy of ``source``'s mount (idmapped to ``user`` when given) on ``lower``
+    in the staging folder ``staging`` (a descriptor), in the calling thread's namespace."""
+    call = _syscall()
+    tree = call(_SYS_OPEN_TREE, _AT_FDCWD, source, _OPEN_TREE_CLONE | os.O_CLOEXEC)
+    if tree < 0:
+        raise LaunchFailed(failed + os.strerror(ctypes.get_errno()))
+    try:
+        if user is not None:
+            attr = _MountAttr(_MOUNT_ATTR_IDMAP, 0, 0, _idmap_userns(*user))
+            if call(
+                _SYS_MOUNT_SETATTR,
+                tree,
+                b"",
+                _AT_EMPTY_PATH,
+                ctypes.byref(attr),
+                ctypes.sizeof(attr),
+            ):
+                raise LaunchFailed(failed + os.strerror(ctypes.get_errno()))
+        if call(_SYS_MOVE_MOUNT, tree, b"", staging, b"lower", _MOVE_MOUNT_F_EMPTY_PATH):
+            raise LaunchFailed(failed + os.strerror(ctypes.get_errno()))
+    finally:
+        os.close(tree)
+
+
+@functools.cache
+def _syscall() -> _Syscall:
+    libc = ctypes.CDLL(None, use_errno=True)
+    call: Any = libc.syscall
+    call.restype = ctypes.c_long
+    return call  # type: ignore[no-any-return]
