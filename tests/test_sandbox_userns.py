@@ -25,7 +25,6 @@ from lw_temporal._sandbox import (
     _run,
     run_sandboxed,
 )
-
 from tests._sandbox_support import host_overlays
 
 TARGET = PurePosixPath("/mnt/memory/workflow")
