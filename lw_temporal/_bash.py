@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -599,11 +600,16 @@ def _ref(sink: OutputSink, scope: Scope, own_virtual: PurePosixPath) -> str | No
 
 
 def _empty_dir(scope: Scope) -> Path:
-    path = scope.layout.local_state / "sandbox" / "empty"
-    if not path.is_dir():
+    path = _empty_path(scope.layout.local_state)
+    if not os.path.isdir(path):
         path.mkdir(parents=True, exist_ok=True)
         os.chmod(path, 0o555)
     return path
+
+
+@functools.lru_cache(maxsize=64)
+def _empty_path(local_state: Path) -> Path:
+    return local_state / "sandbox" / "empty"
 
 
 def _heartbeat(stdout_bytes: int, stderr_bytes: int) -> None:

@@ -83,10 +83,11 @@ class Scope:
     mounts: tuple[Mount, ...]
     cwd: PurePosixPath = OWN_SCRATCH
     pipeline_key: str | None = field(default=None)
+    #: The agent's own scratch folder: derived once (every command asks for it).
+    own_scratch: Path = field(init=False, repr=False, compare=False)
 
-    @property
-    def own_scratch(self) -> Path:
-        return self.layout.scratch(self.agent_id)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "own_scratch", self.layout.scratch(self.agent_id))
 
     def mount_at(self, virtual: PurePosixPath | str) -> Mount | None:
         """The mount whose folder holds ``virtual`` (the deepest one), if any."""

@@ -14,6 +14,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
+from lw_temporal._sandbox import remove_tree
 from lw_temporal.memory import Provenance, StoreKind, StoreRef
 from tests._bash_support import SANDBOXES, bash_worker
 from tests._memory_support import call, memory_harness
@@ -61,3 +62,27 @@ async def test_a_store_with_planted_names_stays_usable(
 
     assert first.content_sha256 is not None
     await admin_still_works(capsys, plugin, store, first.content_sha256)
+
+
+def test_a_planted_tree_deeper_than_the_stack_lists(data_dir: Path) -> None:
+    """1,200 folders deep (past Python's recursion limit and, one descriptor per
+    level, past a 1,024 open-file limit): listing walks it without either."""
+    target = f"deep{uuid.uuid4().hex[:6]}"
+    store = StoreRef(StoreKind.WORKFLOW, target)
+    plugin = LittleWorkflowPlugin(data_dir, [WorkflowDefinition(id=target)])
+    plugin.memory.write(store, "top.md", b"top\n", provenance=Provenance.admin("seed"))
+    root = plugin.memory.root(store)
+    fd = os.open(root, os.O_RDONLY)
+    for _ in range(1200):  # os.makedirs itself recurses per level
+        os.mkdir("d", dir_fd=fd)
+        child = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = child
+    os.close(fd)
+    try:
+        listing = plugin.memory.list_files(store, recursive=True)
+        assert len(listing.entries) == 1201
+        assert listing.entries[0].path == "d" and listing.entries[-1].path == "top.md"
+        assert listing.entries[1199].path == "d/" * 1199 + "d"
+    finally:
+        remove_tree(root / "d")

@@ -290,25 +290,49 @@ def walk_files(
     dir_fd: int, prefix: str, *, recursive: bool = True
 ) -> Iterator[tuple[str, str, int]]:
     """``(relative path, kind, size)`` of everything below ``dir_fd``, pre-order
-    (a directory before its contents); links are reported, never entered."""
-    with os.scandir(dir_fd) as entries:
-        items = sorted(entries, key=lambda e: e.name)
-    for entry in items:
-        if entry.name.startswith(TMP_PREFIX):
-            continue
-        rel = f"{prefix}{entry.name}"
-        if entry.is_symlink():
-            yield rel, "link", 0
-        elif entry.is_dir(follow_symlinks=False):
-            yield rel, "dir", 0
-            if not recursive:
+    (a directory before its contents, names sorted); links are reported, never
+    entered. Iterative, with one descriptor of its own open at a time (it climbs back
+    through ``..``): a tree of any depth (one planted on disk) lists without running
+    out of stack or descriptors."""
+    fd = os.dup(dir_fd)
+    levels = [(prefix, _entries(fd))]
+    try:
+        while levels:
+            base, pending = levels[-1]
+            if not pending:
+                levels.pop()
+                if levels:
+                    parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
+                    os.close(fd)
+                    fd = parent
                 continue
-            sub = os.open(entry.name, _DIR_FLAGS, dir_fd=dir_fd)
-            try:
-                yield from walk_files(sub, rel + "/")
-            finally:
-                os.close(sub)
-        elif entry.is_file(follow_symlinks=False):
-            yield rel, "file", entry.stat(follow_symlinks=False).st_size
-        else:
-            yield rel, "other", 0
+            name, kind, size = pending.pop()
+            rel = f"{base}{name}"
+            yield rel, kind, size
+            if kind != "dir" or not recursive:
+                continue
+            child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+            levels.append((rel + "/", _entries(fd)))
+    finally:
+        os.close(fd)
+
+
+def _entries(dir_fd: int) -> list[tuple[str, str, int]]:
+    """A folder's entries as ``(name, kind, size)``, last name first (popped in order)."""
+    found: list[tuple[str, str, int]] = []
+    with os.scandir(dir_fd) as entries:
+        for entry in entries:
+            if entry.name.startswith(TMP_PREFIX):
+                continue
+            if entry.is_symlink():
+                found.append((entry.name, "link", 0))
+            elif entry.is_dir(follow_symlinks=False):
+                found.append((entry.name, "dir", 0))
+            elif entry.is_file(follow_symlinks=False):
+                found.append((entry.name, "file", entry.stat(follow_symlinks=False).st_size))
+            else:
+                found.append((entry.name, "other", 0))
+    found.sort(key=lambda item: item[0], reverse=True)
+    return found

@@ -140,10 +140,11 @@ class _Folder:
     tasks: int = -1
     #: ``memory.oom_control`` (v1) or ``memory.events`` (v2); -1 without memory.
     events: int = -1
+    procs_path: str = ""
 
     @classmethod
     def open(cls, hierarchy: _Hierarchy, path: Path) -> _Folder:
-        folder = cls(hierarchy, path)
+        folder = cls(hierarchy, path, procs_path=str(path / "cgroup.procs"))
         try:
             if hierarchy.version == 1:
                 folder.tasks = os.open(path / "tasks", _WRITE)
@@ -157,7 +158,7 @@ class _Folder:
 
     def procs(self, size: int = 1 << 16) -> bytes:
         """The start of ``cgroup.procs`` (what a kill pass needs: it is repeated)."""
-        fd = os.open(self.path / "cgroup.procs", _READ)
+        fd = os.open(self.procs_path, _READ)
         try:
             return os.read(fd, size)
         finally:
@@ -186,6 +187,12 @@ class CommandCgroup:
     def pids(self) -> bool:
         """Whether the command's process count is capped here."""
         return any("pids" in f.hierarchy.controllers for f in self.folders)
+
+    @property
+    def moves_launcher(self) -> bool:
+        """Whether :meth:`attach` has to move the launcher (cgroup v2: a process is
+        moved whole, by root), rather than it being born inside (v1)."""
+        return any(f.hierarchy.version == 2 for f in self.folders)
 
     def attach(self, pid: int) -> None:
         """Move ``pid`` (the launcher, before it forks) into every cgroup v2 folder

@@ -245,6 +245,19 @@ class _Started:
         await asyncio.shield(asyncio.wrap_future(done))
 
 
+def _let_go(proc: subprocess.Popen[bytes], launch: Launch, start: _Start) -> None:
+    """Move the waiting launcher into its cgroup v2 folders, then send its options."""
+    try:
+        if start.cgroup is not None:  # before the launcher has read its options
+            start.cgroup.attach(proc.pid)
+        if launch.payload:
+            os.write(start.args_write, launch.payload)
+    except BaseException:
+        _kill_group(proc.pid)
+        proc.wait()
+        raise
+
+
 def _after_this_task(callback: Callable[[], None]) -> None:
     """Run ``callback`` on the event loop once the calling task is done (an activity's:
     after its result has gone back), or in the loop's next turn outside any task."""
@@ -271,6 +284,13 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
     elif launch.overlays:
         mounts = None
         preexec = OverlayNamespace(launch.overlays, start.report_write, idmapped=user is not None)
+    if launch.payload:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(start.args_write, fcntl.F_SETPIPE_SZ, max(len(launch.payload), 4096))
+    # The launcher waits for its options; it gets them as soon as it may go on (its
+    # rlimits set and, on cgroup v2, moved into its cgroup, which takes root), before
+    # this thread restores its own ids and cgroups, which the launcher need not wait for.
+    moved_later = start.cgroup is not None and start.cgroup.moves_launcher
     try:
         with contextlib.ExitStack() as inside:
             if start.cgroup is not None:
@@ -295,22 +315,13 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
                     )
                     if launch.gated:  # as the launcher's user: no privilege needed
                         _gate(proc, start.limits)
+                    if not moved_later:
+                        _let_go(proc, launch, start)
             finally:
                 for fd in launch.fds:
                     os.close(fd)
-        try:
-            if start.cgroup is not None:  # before the launcher has read its options
-                start.cgroup.attach(proc.pid)
-            if launch.payload:
-                with contextlib.suppress(OSError):
-                    fcntl.fcntl(
-                        start.args_write, fcntl.F_SETPIPE_SZ, max(len(launch.payload), 4096)
-                    )
-                os.write(start.args_write, launch.payload)
-        except BaseException:
-            _kill_group(proc.pid)
-            proc.wait()
-            raise
+        if moved_later:
+            _let_go(proc, launch, start)
     except BaseException:
         if mounts is not None:
             mounts.release_overlays(launch.overlays)

@@ -12,9 +12,10 @@ overlay. So an idmapped copy of the store folder's mount (host uid/gid 0 shown a
 sandbox user's) is bound as the overlay's lower layer: the command writes as its own
 user, the upper folder records files it owns, and the store itself is untouched.
 
-Each overlay is mounted from inside its staging folder, with the store folder first
-bound at ``lower`` there, so its options name only ``lower``, ``upper`` and ``work``:
-the sandbox's ``/proc/self/mountinfo`` shows the overlay without a host path.
+Each overlay's layers are named through a descriptor of its staging folder, with the
+store folder first bound at ``lower`` there (``lowerdir=/proc/self/fd/<n>/lower``...):
+the sandbox's ``/proc/self/mountinfo`` shows the overlay without a host path, and no
+working folder changes on the way.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import contextlib
 import ctypes
 import functools
 import os
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -44,6 +46,9 @@ from ._userns import (
     _Syscall,
 )
 
+#: A layer option of the overlay options (``lowerdir=lower``...), whose folder names
+#: are relative to the staging folder.
+_LAYER = re.compile(rb"((?:lowerdir|upperdir|workdir)=)([a-z]+)")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _MNT_DETACH = 2
 _UMOUNT_NOFOLLOW = 8
@@ -225,16 +230,13 @@ class ThreadMounts:
             lower = _identity(overlay)
             _bind_lower(overlay.source, staging, user, failed)
             _clear_volatile_marker(staging)
-            # The options name the layers relative to the staging folder (no host path
-            # in the sandbox's mountinfo): mount from inside it, then go back.
-            here = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-            try:
-                os.fchdir(staging)
-                status = self._mount(b"lw-overlay", b"merged", b"overlay", 0, overlay.options)
-                code = ctypes.get_errno()
-            finally:
-                os.fchdir(here)
-                os.close(here)
+            # The layers are named through the staging folder's descriptor, so the
+            # sandbox's mountinfo shows no host path, and no working folder changes
+            # (the threads this one creates share its working folder).
+            base = b"/proc/self/fd/%d/" % staging
+            options = _LAYER.sub(lambda m: m.group(1) + base + m.group(2), overlay.options)
+            status = self._mount(b"lw-overlay", base + b"merged", b"overlay", 0, options)
+            code = ctypes.get_errno()
             if status != 0:
                 _detach(overlay.staging + b"/lower")
                 raise LaunchFailed(failed + os.strerror(code))
