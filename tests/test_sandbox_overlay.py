@@ -3,6 +3,7 @@ writes, deletes, replaced folders and refusals, as seen in the store and the res
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -138,8 +139,9 @@ async def test_idle_staging_is_reused_and_never_carries_a_change_over(
 async def test_a_data_dir_with_overlay_option_separators_works(
     dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    # The overlay is mounted with names relative to its staging folder, so a data dir
-    # whose path holds ',' ':' or '\\' needs no escaping (and no host path is shown).
+    # The overlay's layers are named relative to, or through a descriptor of, its
+    # staging folder, so a data dir whose path holds ',' ':' or '\\' needs no escaping
+    # (and no host path is shown).
     odd = tmp_path / "data,dir:x\\y"
     odd.mkdir()
     odd.chmod(0o755)
@@ -152,5 +154,7 @@ async def test_a_data_dir_with_overlay_option_separators_works(
     assert [c.path for c in result.memory_changes] == ["/mnt/memory/workflow/new.md"]
     assert (odd / "memory" / "workflows" / "cr" / "new.md").read_text() == "new\n"
     overlay = [line for line in result.stdout.splitlines() if " /mnt/memory/workflow " in line]
-    assert overlay and "lowerdir=lower,upperdir=upper,workdir=work" in overlay[0], overlay
+    assert overlay and re.search(
+        r"lowerdir=(/proc/self/fd/\d+/)?lower,upperdir=\1upper,workdir=\1work,", overlay[0]
+    ), overlay
     assert str(odd) not in overlay[0]

@@ -103,7 +103,6 @@ class ThreadMounts:
         self._armed: dict[bytes, None] = {}
         #: Staging folders (of ``_mounted``) whose command is over, to settle.
         self._ended: set[bytes] = set()
-        self._settling = False
 
     @classmethod
     def of_this_thread(cls) -> ThreadMounts | None:
@@ -162,17 +161,14 @@ class ThreadMounts:
     ) -> None:
         """The command that used ``overlays`` is over: settle them through ``later``
         (e.g. the event loop's ``call_soon``, which runs it after the result is back)."""
-        for overlay in _encoded(overlays):
-            if overlay.staging in self._mounted:
-                self._ended.add(overlay.staging)
-        if self._ended and not self._settling:
-            self._settling = True
+        ended = [o.staging for o in _encoded(overlays) if o.staging in self._mounted]
+        if ended:
+            self._ended.update(ended)
             later(self.settle)
 
     def settle(self) -> None:
         """Unmount the ended commands' overlays, arming a fresh one on each staging
         folder whose upper layer stayed empty (the caller removes the others)."""
-        self._settling = False
         ended, self._ended = self._ended, set()
         for staging in ended:
             used = self._mounted.pop(staging, None)
