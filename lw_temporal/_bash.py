@@ -62,6 +62,7 @@ from ._sandbox import (
     select_backend,
     self_test,
     shown_name,
+    staging_changed,
     staging_root,
     sweep,
 )
@@ -342,7 +343,7 @@ class BashActivities:
                 refused.append("memory changes discarded: the command timed out")
             elif staged and outcome.quota_stopped:
                 refused.append("memory changes discarded: the command was stopped at a quota")
-            elif any(_changed(folder) for _, folder in staged):
+            elif any(staging_changed(folder) for _, folder in staged):
                 beat = None if heartbeat is None else lambda: heartbeat(stdout.total, stderr.total)
                 changes, refused = await _beating(beat, self._commit, scope, staged)
         finally:
@@ -417,7 +418,7 @@ class BashActivities:
         keep_alive = None if heartbeat is None else lambda: heartbeat(0, 0)
         idle = self._idle_staging.setdefault(threading.get_ident(), [])
         for _, folder in staged:
-            if _changed(folder):
+            if staging_changed(folder):
                 release_staging(folder)
                 await _beating(keep_alive, _discard, folder)
             elif len(idle) < _IDLE_STAGING_MAX:
@@ -460,7 +461,7 @@ class BashActivities:
         idle = self._idle_staging.get(threading.get_ident())
         while idle:
             folder = idle.pop()
-            if folder.parent == root and not _changed(folder):
+            if folder.parent == root and not staging_changed(folder):
                 return folder
             release_staging(folder)
             _discard(folder)
@@ -581,15 +582,6 @@ async def _precheck(scope: Scope, command: str) -> CheckResult:
             f"{UNPARSEABLE}: the pre-check could not read it ({type(err).__name__}); "
             "simplify the command"
         )
-
-
-def _changed(staging: Path) -> bool:
-    """Whether the command wrote anything through this overlay."""
-    try:
-        with os.scandir(staging / "upper") as entries:
-            return next(entries, None) is not None
-    except OSError:
-        return False
 
 
 def _ref(sink: OutputSink, scope: Scope, own_virtual: PurePosixPath) -> str | None:

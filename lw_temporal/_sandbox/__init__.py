@@ -32,7 +32,7 @@ from ._spec import (
     SandboxSpec,
     SystemView,
 )
-from ._threadmounts import release_staging
+from ._threadmounts import release_staging, staging_changed
 from ._userns import LAUNCH_FAILED_MARKER, LAUNCH_FAILED_STATUS
 
 #: The explicit, loudly named opt-in for running commands without any sandbox.
@@ -107,6 +107,7 @@ __all__ = [
     "select_backend",
     "self_test",
     "shown_name",
+    "staging_changed",
     "staging_root",
     "sweep",
 ]

@@ -277,7 +277,7 @@ class CommandCgroup:
 
     def remove(self) -> None:
         for folder in self.folders:
-            _empty(folder)
+            _reap(folder)
             folder.close()
             for _ in range(200):
                 try:
@@ -307,7 +307,7 @@ def _kill_all(folder: _Folder) -> bool:
     return not pids
 
 
-def _empty(folder: _Folder) -> None:
+def _reap(folder: _Folder) -> None:
     """Kill what is in ``folder`` and wait (briefly) until the kernel has reaped it."""
     for _ in range(20):
         if _kill_all(folder) and folder.hierarchy.version == 1:

@@ -282,7 +282,6 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
                 os.close(fd)
             raise
     elif launch.overlays:
-        mounts = None
         preexec = OverlayNamespace(launch.overlays, start.report_write, idmapped=user is not None)
     if launch.payload:
         with contextlib.suppress(OSError):

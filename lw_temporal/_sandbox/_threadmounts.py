@@ -175,7 +175,7 @@ class ThreadMounts:
             if used is None:
                 continue
             _unmount([used.overlay])
-            if not _upper_empty(staging):
+            if staging_changed(os.fsdecode(staging)):
                 continue
             if self._armed and len(self._armed) >= _ARMED_MAX:  # the oldest goes
                 self.release(next(iter(self._armed)))
@@ -257,12 +257,14 @@ def _identity(overlay: _Encoded) -> tuple[int, int]:
     return (st.st_dev, st.st_ino)
 
 
-def _upper_empty(staging: bytes) -> bool:
+def staging_changed(staging: os.PathLike[str] | str) -> bool:
+    """Whether a command wrote anything through the overlay of this staging folder
+    (anything in its upper folder; an unreadable one counts as written)."""
     try:
-        with os.scandir(staging + b"/upper") as entries:
-            return next(entries, None) is None
+        with os.scandir(os.path.join(staging, "upper")) as entries:
+            return next(entries, None) is not None
     except OSError:
-        return False
+        return True
 
 
 def _unmount(overlays: Sequence[_Encoded]) -> None:
