@@ -36,6 +36,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ._base import FrozenModel
+from ._bash_identity import CommandIdentities
 from ._changes import CommitOutcome, Committer, StoreChange
 from ._config import LwConfig
 from ._errors import MEMORY_COMMIT_FAILED, SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
@@ -55,6 +56,8 @@ from ._sandbox import (
     WorkerClaim,
     apply_changes,
     collect_changes,
+    forget_staging,
+    make_staging,
     release_staging,
     remove_tree,
     run_sandboxed,
@@ -66,6 +69,8 @@ from ._sandbox import (
     staging_root,
     sweep,
 )
+from ._sandbox._cgroups import protect_worker
+from ._sandbox._leases import PoolExhausted
 from ._scope import Mount, Scope, StoreRef
 
 BASH_ACTIVITY = "lw.bash"
@@ -164,9 +169,9 @@ class BashActivities:
         commit_staged: how bash-made memory changes are committed.
         capture_limits: the most one command may leave in a writable memory mount
             (entries, depth, sizes, name lengths) before any of it is committed.
-        sandbox_uid: host uid of the commands when the worker runs as root (default
-            ``64000``); a non-root worker runs them as itself.
-        sandbox_gid: host gid likewise (default ``64000``).
+        sandbox_ids: the host ids a root worker leases to agents, one uid and gid per
+            agent (the first is the group they share; default ``DEFAULT_IDS``); a
+            non-root worker runs every command as itself.
     """
 
     def __init__(
@@ -181,8 +186,7 @@ class BashActivities:
         limits: Limits | None = None,
         commit_staged: Committer | None = None,
         capture_limits: CaptureLimits | None = None,
-        sandbox_uid: int | None = None,
-        sandbox_gid: int | None = None,
+        sandbox_ids: range | None = None,
     ) -> None:
         self.config = config
         self.sandbox = sandbox
@@ -193,8 +197,19 @@ class BashActivities:
         self.limits = limits or Limits()
         self.commit_staged: Committer = commit_staged or apply_staged
         self.capture_limits = capture_limits or CaptureLimits()
-        self.user = SandboxUser.for_worker(sandbox_uid, sandbox_gid)
-        self._data_dir_problem = secure_data_dir(config.layout.root, self.user)
+        layout = config.layout
+        self.identities = CommandIdentities(layout.local_state, layout.runs, sandbox_ids)
+        shared = self.identities.shared_gid
+        #: Who the self-test runs as: the shared id, which is no agent's uid.
+        self.user = SandboxUser.for_worker(sandbox_ids)
+        memory = (layout.memory, layout.memory / "workflows", layout.memory / "pipelines")
+        if layout.runs_root is None:
+            inner = (layout.runs, *memory, layout.state)
+            self._data_dir_problem = secure_data_dir(layout.root, shared, inner)
+        else:
+            self._data_dir_problem = secure_data_dir(
+                layout.root, shared, (*memory, layout.state)
+            ) or secure_data_dir(layout.runs_root, shared, (layout.runs, layout.local_state))
         self._backend: Backend | None = None
         self._tested: str | None = None
         self._testing = asyncio.Lock()
@@ -228,6 +243,7 @@ class BashActivities:
         command. A failure is logged here and refuses every command (typed,
         non-retryable), while the worker's other activities keep serving."""
         await asyncio.to_thread(self.sweep_leftovers)
+        protect_worker()
         try:
             await self.ready_backend()
         except ApplicationError as err:
@@ -313,16 +329,17 @@ class BashActivities:
             )
         backend = await self.ready_backend()
         timeout = min(request.timeout_seconds or self.default_timeout, self.max_timeout)
+        user = await self._user(scope, timeout, heartbeat)
         staged: list[tuple[Mount, Path]] = []
         spec: SandboxSpec | None = None
         try:
-            spec = self._spec(scope, backend, request.command, timeout, staged)
+            spec = self._spec(scope, backend, request.command, timeout, staged, user)
             out_dir = scope.own_scratch / OUTPUT_FOLDER
             stdout = OutputSink(
-                self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stdout", self.user
+                self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stdout", user
             )
             stderr = OutputSink(
-                self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stderr", self.user
+                self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stderr", user
             )
             try:
                 outcome = await run_sandboxed(backend, spec, stdout, stderr, heartbeat=heartbeat)
@@ -375,6 +392,24 @@ class BashActivities:
             stopped=outcome.stopped,
         )
 
+    async def _user(
+        self, scope: Scope, runs_for: float, heartbeat: Callable[[int, int], None] | None
+    ) -> SandboxUser | None:
+        """The command's host identity (a root worker's per-agent ids); leasing a new
+        one touches the lease table, in a thread, heartbeating (giving a scratch to a
+        new number re-owns all of it)."""
+        own = scope.own_scratch
+        if not own.is_dir():
+            own.mkdir(parents=True, exist_ok=True)
+        identities = self.identities
+        try:
+            if not identities.needs_io(scope, runs_for):
+                return identities.user(scope, runs_for)
+            beat = None if heartbeat is None else lambda: heartbeat(0, 0)
+            return await _beating(beat, identities.user, scope, runs_for)
+        except PoolExhausted as err:
+            raise lw_error(SANDBOX_FAILED, f"workflow {scope.workflow_id}: {err}") from None
+
     def _spec(
         self,
         scope: Scope,
@@ -382,17 +417,21 @@ class BashActivities:
         command: str,
         timeout: float,
         staged: list[tuple[Mount, Path]],
+        user: SandboxUser | None = None,
     ) -> SandboxSpec:
-        """The neutral sandbox spec of one command in ``scope``: its mounts (staging an
-        overlay for each writable memory mount where the backend has a mount view)."""
+        """The neutral sandbox spec of one command in ``scope`` run as ``user`` (leased
+        here when not given): its mounts (staging an overlay for each writable memory
+        mount where the backend has a mount view)."""
         own = scope.own_scratch
         if not own.is_dir():
             own.mkdir(parents=True, exist_ok=True)
-        if self.user is not None:
-            self.user.own(own)
+        if user is None:
+            user = self.identities.user(scope, timeout)
+        if user is not None:
+            user.own(own, 0o750)
         overlay = backend.has_mount_view
         empty = _empty_dir(scope)
-        mounts = tuple(self._mount(scope, m, staged, overlay, empty) for m in scope.mounts)
+        mounts = tuple(self._mount(scope, m, staged, overlay, empty, user) for m in scope.mounts)
         private: Path | None = None
         if not backend.has_mount_view:
             private = scope.layout.local_state / "sandbox" / f"run-{self.claim().name()}"
@@ -404,7 +443,7 @@ class BashActivities:
             limits=self.limits,
             timeout=timeout,
             private_dir=private,
-            user=self.user,
+            user=user,
         )
 
     async def _release(
@@ -421,11 +460,12 @@ class BashActivities:
             if staging_changed(folder):
                 release_staging(folder)
                 await _beating(keep_alive, _discard, folder)
-            elif len(idle) < _IDLE_STAGING_MAX:
-                idle.append(folder)
-            else:
-                release_staging(folder)
-                _discard(folder)
+                continue
+            idle.append(folder)
+            if len(idle) > _IDLE_STAGING_MAX:  # the oldest goes
+                oldest = idle.pop(0)
+                release_staging(oldest)
+                _discard(oldest)
         if private is not None:
             await _beating(keep_alive, _discard, private)
 
@@ -436,6 +476,7 @@ class BashActivities:
         staged: list[tuple[Mount, Path]],
         overlay: bool,
         empty: Path,
+        user: SandboxUser | None,
     ) -> SandboxMount:
         """The sandbox mount of one scope mount (missing stores show as empty folders).
 
@@ -450,27 +491,27 @@ class BashActivities:
         if mount.store is not None and mount.writable and not overlay:
             return SandboxMount(source, mount.virtual, Mode.RO)
         if mount.store is not None and mount.writable:
-            folder = self._staging(scope)
+            folder = self._staging(scope, user)
             staged.append((mount, folder))
             return SandboxMount(source, mount.virtual, Mode.RW, folder)
         return SandboxMount(source, mount.virtual, mount.mode)
 
-    def _staging(self, scope: Scope) -> Path:
-        """An empty staging folder set: an idle one of this data dir, or a new one."""
+    def _staging(self, scope: Scope, user: SandboxUser | None) -> Path:
+        """An empty staging folder set of ``user``: an idle one of this data dir left
+        pristine by its last command (see ``_sandbox._staging``), or a new one."""
         root = staging_root(scope.layout.local_state / "staging", self.user, self.claim().owner)
-        idle = self._idle_staging.get(threading.get_ident())
-        while idle:
-            folder = idle.pop()
-            if folder.parent == root and not staging_changed(folder):
+        idle = self._idle_staging.get(threading.get_ident(), [])
+        uid = None if user is None else user.uid
+        for index in range(len(idle) - 1, -1, -1):
+            folder = idle[index]
+            if folder.parent != root or _folder_uid(folder / "upper") != uid:
+                continue
+            del idle[index]
+            if not staging_changed(folder):
                 return folder
             release_staging(folder)
             _discard(folder)
-        folder = root / self.claim().name()
-        for name in ("upper", "work", "merged", "lower"):
-            (folder / name).mkdir(parents=True)
-        if self.user is not None:  # the overlay's root is the upper folder: the user's
-            self.user.own(folder / "upper", 0o755)
-        return folder
+        return make_staging(root / self.claim().name(), user)
 
     def _commit(
         self, scope: Scope, staged: list[tuple[Mount, Path]]
@@ -525,8 +566,18 @@ def _refusal(mount: Mount, path: str, reason: str) -> str:
     return f"{where}: {reason}"
 
 
+def _folder_uid(folder: Path) -> int | None:
+    """Who owns ``folder`` (``None`` for the worker itself: a non-root worker's)."""
+    try:
+        uid = os.lstat(folder).st_uid
+    except OSError:
+        return -1
+    return None if uid == os.geteuid() else uid
+
+
 def _discard(folder: Path) -> None:
     """Remove a used staging folder set, whatever depth or names a command left."""
+    forget_staging(folder)
     try:
         remove_tree(folder)
     except OSError as err:

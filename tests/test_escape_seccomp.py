@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal._sandbox._identity import DEFAULT_UID
+from lw_temporal._sandbox._leases import DEFAULT_IDS
 from tests._escape_support import BACKENDS, WORKER, running, syscall
 
 EPERM, ENOSYS = errno.EPERM, errno.ENOSYS
@@ -67,9 +67,10 @@ def _sysv_ids() -> set[str]:
     """The host's SysV objects a command could have made: those of the user commands
     run as (the sandbox user under a root worker, else the worker's), so another
     process of the host making its own meanwhile changes nothing here."""
-    owners = {str(DEFAULT_UID) if os.geteuid() == 0 else str(os.geteuid())}
+    owners = {str(u) for u in DEFAULT_IDS} if os.geteuid() == 0 else {str(os.geteuid())}
     with contextlib.suppress(KeyError):
-        owners.add(pwd.getpwuid(int(next(iter(owners)))).pw_name)
+        if os.geteuid() != 0:
+            owners.add(pwd.getpwuid(os.geteuid()).pw_name)
     listing = subprocess.run(["ipcs"], capture_output=True, text=True, check=False).stdout
     return {
         line for line in listing.splitlines() if line.split()[2:3] and line.split()[2] in owners

@@ -18,7 +18,6 @@ from ._overlay import (
     UpperRefusal,
     apply_changes,
     collect_changes,
-    remove_tree,
     shown_name,
     staging_root,
 )
@@ -32,7 +31,9 @@ from ._spec import (
     SandboxSpec,
     SystemView,
 )
-from ._threadmounts import release_staging, staging_changed
+from ._staging import forget_staging, make_staging, staging_changed
+from ._threadmounts import release_staging
+from ._tree import remove_tree
 from ._userns import LAUNCH_FAILED_MARKER, LAUNCH_FAILED_STATUS
 
 #: The explicit, loudly named opt-in for running commands without any sandbox.
@@ -99,7 +100,9 @@ __all__ = [
     "WorkerClaim",
     "apply_changes",
     "collect_changes",
+    "forget_staging",
     "landlock_abi",
+    "make_staging",
     "release_staging",
     "remove_tree",
     "run_sandboxed",

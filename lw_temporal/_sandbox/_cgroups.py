@@ -72,10 +72,12 @@ class CgroupSupport:
         parts = [f"cgroup v{h.version} {'+'.join(sorted(h.controllers))}" for h in self.hierarchies]
         return ", ".join(parts)
 
-    def create(self, memory: int, pids: int) -> CommandCgroup | None:
+    def create(self, memory: int, pids: int, total: int | None = None) -> CommandCgroup | None:
         """A cgroup for one command (an idle one of the same limits, or a new one),
-        or ``None`` where none can be made."""
-        idle = _IDLE.setdefault((memory, pids), [])
+        or ``None`` where none can be made; it lies under the worker-wide parent that
+        bounds the memory of all commands together at ``total`` (see :func:`parent`)."""
+        total = default_total_memory() if total is None else total
+        idle = _IDLE.setdefault((memory, pids, total), [])
         for cgroup in reversed(idle):  # one still draining its last command stays idle
             if cgroup.reusable():
                 idle.remove(cgroup)
@@ -84,8 +86,7 @@ class CgroupSupport:
         name = f"cmd-{next(_counter)}"
         try:
             for hierarchy in self.hierarchies:
-                hierarchy.base.mkdir(exist_ok=True)
-                path = hierarchy.base / name
+                path = parent(hierarchy, total) / name
                 path.mkdir()
                 try:
                     folders.append(_Folder.open(hierarchy, path))
@@ -101,10 +102,93 @@ class CgroupSupport:
         return CommandCgroup(tuple(folders), idle)
 
 
-#: Idle command cgroups per (memory, pids) limits: making and removing a memory cgroup
-#: costs about a millisecond, reusing an empty one nothing.
-_IDLE: dict[tuple[int, int], list[CommandCgroup]] = {}
+#: Idle command cgroups per (memory, pids, total) limits: making and removing a memory
+#: cgroup costs about a millisecond, reusing an empty one nothing.
+_IDLE: dict[tuple[int, int, int], list[CommandCgroup]] = {}
 _IDLE_MAX = 8
+#: An idle cgroup still charged this much (tmpfs pages its last command wrote: staging
+#: not yet removed) is not given to the next command, whose limit it would shrink.
+_REUSE_CHARGE_MAX = 32 * 1024 * 1024
+
+
+@functools.cache
+def parent(hierarchy: _Hierarchy, total: int) -> Path:
+    """The worker-wide parent of the command cgroups, made once: in a memory
+    hierarchy its limit is ``total`` (swap included), so all commands together, their
+    tmpfs pages (``/tmp``, Landlock's ``TMPDIR``, overlay staging: charged to the
+    command that wrote them, and to this parent once that command's cgroup is gone)
+    included, never take more; the kernel's OOM killer then picks among the commands
+    under it, never the worker, which stays outside. On cgroup v2 it also hands the
+    controllers down to the command cgroups."""
+    folder = hierarchy.base.with_name(f"{hierarchy.base.name}-m{total >> 20}")
+    folder.mkdir(exist_ok=True)
+    if hierarchy.version == 2:
+        (folder / "cgroup.subtree_control").write_text(
+            " ".join(f"+{c}" for c in sorted(hierarchy.controllers))
+        )
+        if "memory" in hierarchy.controllers:
+            (folder / "memory.max").write_text(str(total))
+            (folder / "memory.swap.max").write_text("0")
+    elif "memory" in hierarchy.controllers:
+        (folder / "memory.limit_in_bytes").write_text(str(total))
+        with contextlib.suppress(OSError):  # no swap accounting: no swap to bound
+            (folder / "memory.memsw.limit_in_bytes").write_text(str(total))
+    _PARENTS.append(folder)
+    return folder
+
+
+_PARENTS: list[Path] = []
+
+
+@functools.cache
+def default_total_memory() -> int:
+    """Half of what the worker may use: the host's memory, or its own cgroup's limit
+    when lower (a container's)."""
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        pages = 8 << 30
+    own = _own_cgroups()
+    for fstype, point, options in _mounts():
+        controllers = options.split(",")
+        if fstype == "cgroup2" and "" in own:
+            limit_file = _inside(point, options.rsplit(",", 1)[1], own[""]) / "memory.max"
+        elif fstype == "cgroup" and "memory" in controllers and "memory" in own:
+            rel = own["memory"]
+            limit_file = _inside(point, options.rsplit(",", 1)[1], rel) / "memory.limit_in_bytes"
+        else:
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            pages = min(pages, int(limit_file.read_text().strip()))
+    return max(pages // 2, 64 << 20)
+
+
+def first_to_go(pid: int) -> None:
+    """Make ``pid`` (a launcher that has forked nothing yet, so its whole command) the
+    OOM killer's first choice (raising a score needs no privilege)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(f"/proc/{pid}/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(fd, b"1000")
+        finally:
+            os.close(fd)
+
+
+#: The worker's own OOM score: far below any other process's, not immune (a worker
+#: that itself runs away may still be stopped).
+WORKER_OOM_SCORE = -900
+
+
+def protect_worker() -> bool:
+    """Lower the worker's own OOM score where it may (``CAP_SYS_RESOURCE``: a root
+    worker); whether it is now protected."""
+    path = Path("/proc/self/oom_score_adj")
+    try:
+        if int(path.read_text()) > WORKER_OOM_SCORE:
+            path.write_text(str(WORKER_OOM_SCORE))
+        return True
+    except (OSError, ValueError):
+        return False
 
 
 def _limit_files(hierarchy: _Hierarchy, memory: int, pids: int) -> list[tuple[str, str]]:
@@ -245,14 +329,23 @@ class CommandCgroup:
         return not self.folders or self.folders[0].empty()
 
     def reusable(self) -> bool:
-        """Empty and still there: ready for the next command (counting anew)."""
+        """Empty, still there and hardly charged: ready for the next command
+        (counting anew)."""
         try:
-            if not self._empty():
+            if not self._empty() or self._charged() > _REUSE_CHARGE_MAX:
                 return False
         except OSError:
             return False
         self.oom_base = self._oom_kills()
         return True
+
+    def _charged(self) -> int:
+        for folder in self.folders:
+            if "memory" in folder.hierarchy.controllers:
+                v2 = folder.hierarchy.version == 2
+                name = "memory.current" if v2 else "memory.usage_in_bytes"
+                return int((folder.path / name).read_text())
+        return 0
 
     def close(self) -> None:
         """Kill whatever the command left in its cgroup and keep the cgroup for reuse.
@@ -441,6 +534,9 @@ def _remove_bases(support: CgroupSupport) -> None:
     for idle in _IDLE.values():
         while idle:
             idle.pop().remove()
+    for folder in _PARENTS:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
     for hierarchy in support.hierarchies:
         with contextlib.suppress(OSError):
             hierarchy.base.rmdir()

@@ -151,7 +151,7 @@ class LandlockBackend(Backend):
             "seccomp": base64.b64encode(_seccomp.bpf(_seccomp.Profile.LANDLOCK)).decode(),
             "tmp": str(tmp) if tmp else None,
             "rlimits": rlimits(spec),
-            "user": [spec.user.uid, spec.user.gid] if spec.user else None,
+            "user": [spec.user.uid, spec.user.gid, *spec.user.groups] if spec.user else None,
         }
         argv = [sys.executable, "-I", "-S", str(_LAUNCHER), str(args_fd), str(report_fd)]
         return Launch(

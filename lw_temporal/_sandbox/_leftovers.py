@@ -29,7 +29,8 @@ from pathlib import Path
 
 from .._locks import lock_exclusive
 from ._landlock import SHM
-from ._overlay import SHM_STAGING_PREFIX, remove_tree
+from ._overlay import SHM_STAGING_PREFIX
+from ._tree import remove_tree
 
 logger = logging.getLogger(__name__)
 

@@ -29,10 +29,12 @@ from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from ._backends import Backend, Launch
-from ._cgroups import CommandCgroup, command_cgroups
+from ._cgroups import CommandCgroup, command_cgroups, first_to_go
 from ._identity import SandboxUser, thread_as
 from ._quota import QuotaWatch, quotas_of
+from ._reaper import reaper
 from ._spec import Limits, SandboxSpec
+from ._staging import mark_started
 from ._threadmounts import ThreadMounts
 from ._userns import (
     LAUNCH_FAILED_MARKER,
@@ -250,6 +252,7 @@ def _let_go(proc: subprocess.Popen[bytes], launch: Launch, start: _Start) -> Non
     try:
         if start.cgroup is not None:  # before the launcher has read its options
             start.cgroup.attach(proc.pid)
+        first_to_go(proc.pid)
         if launch.payload:
             os.write(start.args_write, launch.payload)
     except BaseException:
@@ -290,28 +293,33 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
     # rlimits set and, on cgroup v2, moved into its cgroup, which takes root), before
     # this thread restores its own ids and cgroups, which the launcher need not wait for.
     moved_later = start.cgroup is not None and start.cgroup.moves_launcher
+    proc: subprocess.Popen[bytes] | None = None
     try:
         with contextlib.ExitStack() as inside:
             if start.cgroup is not None:
                 inside.enter_context(start.cgroup.born_inside())
             try:
                 with thread_as(launch.user):
-                    proc = subprocess.Popen(
-                        launch.argv,
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE,
-                        env=launch.env,
-                        cwd=launch.cwd,
-                        start_new_session=True,
-                        close_fds=True,
-                        pass_fds=(
-                            start.args_read,
-                            *((start.report_write,) if launch.reports else ()),
-                            *launch.fds,
-                        ),
-                        preexec_fn=preexec,
-                    )
+                    with reaper().launching() as launchers:
+                        proc = subprocess.Popen(
+                            launch.argv,
+                            stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE,
+                            env=launch.env,
+                            cwd=launch.cwd,
+                            start_new_session=True,
+                            close_fds=True,
+                            pass_fds=(
+                                start.args_read,
+                                *((start.report_write,) if launch.reports else ()),
+                                *launch.fds,
+                            ),
+                            preexec_fn=preexec,
+                        )
+                        launchers.add(proc.pid)
+                    for overlay in launch.overlays:  # mounted, and nothing of it ran yet
+                        mark_started(os.path.dirname(overlay[1]))
                     if launch.gated:  # as the launcher's user: no privilege needed
                         _gate(proc, start.limits)
                     if not moved_later:
@@ -322,6 +330,8 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
         if moved_later:
             _let_go(proc, launch, start)
     except BaseException:
+        if proc is not None:
+            reaper().done(proc.pid)
         if mounts is not None:
             mounts.release_overlays(launch.overlays)
         raise
@@ -514,12 +524,17 @@ async def run_sandboxed(
     a Temporal activity cancel) kills the whole tree before it propagates.
     """
     loop = asyncio.get_running_loop()
+    reaper().reap()  # what earlier commands' sandboxes left, before this one forks
     spawner = _Spawner.get(spec.limits.pids) if use_pids_cgroup else None
     started = time.monotonic()
     args_read, args_write = os.pipe()
     report_read, report_write = os.pipe()
     limits = spec.limits
-    cgroup = command_cgroups().create(limits.memory, limits.pids) if use_pids_cgroup else None
+    cgroup = (
+        command_cgroups().create(limits.memory, limits.pids, limits.total_memory)
+        if use_pids_cgroup
+        else None
+    )
     start = _Start(args_read, args_write, report_write, limits, spec.user, cgroup)
     try:
         launch = backend.launch(spec, args_read, report_write)
@@ -593,6 +608,8 @@ async def run_sandboxed(
         if beater is not None:
             beater.cancel()
         watch_end.close()
+        reaper().done(proc.pid)
+        reaper().reap_soon()
         stdout.close()
         stderr.close()
         if cgroup is not None:

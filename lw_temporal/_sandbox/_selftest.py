@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import socket
 import uuid
 from pathlib import Path, PurePosixPath
@@ -22,6 +21,7 @@ from ._backends import Backend, SandboxUnavailable, UnsandboxedBackend
 from ._identity import SandboxUser
 from ._run import OutputSink, run_sandboxed
 from ._spec import Limits, SandboxMount, SandboxSpec
+from ._tree import remove_tree
 
 _PROBE = PurePosixPath("/mnt/probe")
 
@@ -83,7 +83,8 @@ async def self_test(
             failures.append("the network is open (a loopback connection was accepted)")
     finally:
         listener.close()
-        shutil.rmtree(work, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(work)
     if failures:
         detail = bytes(err.head).decode(errors="replace").strip()
         raise SandboxUnavailable(

@@ -1,0 +1,93 @@
+"""Which host identity a command of one scope runs as.
+
+Data flows one way: the scope (from the workflow ID) names the agent and the folders
+it mounts; each is a key of the worker's :class:`IdentityPool` (the agent's run, the
+runs whose scratch it reads, the stores it mounts), and the command's
+:class:`SandboxUser` is the agent's number as uid and gid plus the shared group and
+the numbers of the others as groups. The spec carries that user to whichever backend
+runs the command (bwrap's identity, Landlock's switch, the passwd entry the system
+view shows). Every command renews those leases past its timeout; a worker that is not
+root has no pool, and its commands run as itself.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from pathlib import Path
+
+from ._sandbox import SandboxUser
+from ._sandbox._leases import DEFAULT_IDS, IdentityPool, ensure_folder
+from ._scope import Scope
+
+#: (key, folder, kind) of one lease a command needs.
+_Key = tuple[str, Path, str]
+
+
+def _keys(scope: Scope) -> tuple[_Key, list[_Key]]:
+    own: _Key = (f"run:{scope.workflow_id}", scope.own_scratch, "run")
+    others: list[_Key] = []
+    for mount in scope.mounts:
+        if mount.store is not None:
+            others.append((f"store:{mount.store}", mount.real, "store"))
+        elif mount.owner is not None and mount.owner != scope.workflow_id:
+            others.append((f"run:{mount.owner}", mount.real, "run"))
+    return own, others
+
+
+class CommandIdentities:
+    """The per-agent identities of one worker's commands (see the module)."""
+
+    def __init__(self, local_state: Path, runs: Path, ids: range | None = None) -> None:
+        self.runs = runs
+        self.pool = IdentityPool(local_state, ids or DEFAULT_IDS) if os.geteuid() == 0 else None
+
+    @property
+    def shared_gid(self) -> int | None:
+        """The group every agent holds (``None`` for a non-root worker)."""
+        return None if self.pool is None else self.pool.shared
+
+    def needs_io(self, scope: Scope, timeout: float) -> bool:
+        """Whether :meth:`user` must touch the lease table (run it in a thread)."""
+        if self.pool is None:
+            return False
+        until = time.time() + timeout
+        own, others = _keys(scope)
+        return any(self.pool.cached(key, until) is None for key, _, _ in (own, *others))
+
+    def user(self, scope: Scope, timeout: float) -> SandboxUser | None:
+        """The identity of a command of ``scope`` that may run ``timeout`` seconds,
+        every lease it uses renewed; raises ``PoolExhausted``."""
+        pool = self.pool
+        if pool is None:
+            return None
+        until = time.time() + timeout
+        own, others = _keys(scope)
+        numbers: list[int] = []
+        for key, folder, kind in (own, *others):
+            number = pool.cached(key, until)
+            if number is None:
+                number = pool.lease(key, folder, kind, until)
+                if kind == "run":
+                    self._passable(folder)
+            numbers.append(number)
+            if kind == "store":
+                ensure_folder(folder, 0, number)
+            elif key != own[0]:
+                ensure_folder(folder, number, number)
+        mine = numbers[0]
+        return SandboxUser(mine, mine, (pool.shared, *numbers[1:]))
+
+    def _passable(self, scratch: Path) -> None:
+        """The run folders above a scratch (``runs/<id>/``, ``sub-runs/``...) may be
+        passed but not listed or watched by agents (mode 0711)."""
+        folder = scratch.parent
+        while folder != self.runs and self.runs in folder.parents:
+            try:
+                info = os.lstat(folder)
+                if stat.S_ISDIR(info.st_mode) and info.st_mode & 0o7777 != 0o711:
+                    os.chmod(folder, 0o711)
+            except FileNotFoundError:
+                pass
+            folder = folder.parent
