@@ -36,7 +36,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ._base import FrozenModel
-from ._bash_identity import CommandIdentities
+from ._bash_identity import CommandIdentities, close_data_dir
 from ._changes import CommitOutcome, Committer, StoreChange
 from ._config import LwConfig
 from ._errors import MEMORY_COMMIT_FAILED, SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
@@ -210,6 +210,11 @@ class BashActivities:
             self._data_dir_problem = secure_data_dir(
                 layout.root, shared, (*memory, layout.state)
             ) or secure_data_dir(layout.runs_root, shared, (layout.runs, layout.local_state))
+        if shared is not None and self._data_dir_problem is None:
+            try:
+                close_data_dir(layout)
+            except OSError as err:
+                self._data_dir_problem = f"cannot close the data dir {layout.root}: {err}"
         self._backend: Backend | None = None
         self._tested: str | None = None
         self._testing = asyncio.Lock()

@@ -17,9 +17,16 @@ import stat
 import time
 from pathlib import Path
 
+from ._ids import DREAMING_DEFINITION_ID, DataLayout
 from ._sandbox import SandboxUser
 from ._sandbox._leases import DEFAULT_IDS, IdentityPool, ensure_folder
 from ._scope import Scope
+
+#: The bookkeeping folders an agent passes through (to its sandbox's own folders);
+#: every other one is the worker's alone.
+_PASSED = ("sandbox", "staging")
+#: Bookkeeping folders made now rather than on first use, so none is ever open.
+_BOOKKEEPING = ("stores", "conversations", "dreaming", "manifests", "trees", "runs", "locks")
 
 #: (key, folder, kind) of one lease a command needs.
 _Key = tuple[str, Path, str]
@@ -91,3 +98,40 @@ class CommandIdentities:
             except FileNotFoundError:
                 pass
             folder = folder.parent
+
+
+def close_data_dir(layout: DataLayout) -> None:
+    """What a root worker's agents must not reach by file permissions alone: the
+    bookkeeping (``.lw/``: passable to the sandbox folders, every other folder the
+    worker's own) and the store roots (open only to the groups of agents that mount
+    them; a store made before is closed here, one made later is made closed)."""
+    for state in dict.fromkeys((layout.state, layout.local_state)):
+        for name in _BOOKKEEPING:
+            (state / name).mkdir(parents=True, exist_ok=True)
+        for entry in os.scandir(state):
+            if entry.is_dir(follow_symlinks=False):
+                _limit(Path(entry.path), 0o711 if entry.name in _PASSED else 0o700)
+    memory = layout.memory
+    stores = [memory / "org"]
+    for kind in ("workflows", "pipelines"):
+        try:
+            stores += [Path(e.path) for e in os.scandir(memory / kind) if e.is_dir()]
+        except FileNotFoundError:
+            continue
+    dreaming = memory / "workflows" / DREAMING_DEFINITION_ID
+    if dreaming in stores:
+        stores.remove(dreaming)
+        _limit(dreaming, 0o711)
+        stores += [Path(e.path) for e in os.scandir(dreaming) if e.is_dir()]
+    for store in stores:
+        try:
+            mode = os.lstat(store).st_mode & 0o7777
+        except FileNotFoundError:
+            continue
+        if mode & 0o007:
+            os.chmod(store, mode & ~0o007)
+
+
+def _limit(folder: Path, mode: int) -> None:
+    if os.lstat(folder).st_mode & 0o7777 != mode:
+        os.chmod(folder, mode)

@@ -136,6 +136,7 @@ class LittleWorkflowPlugin(SimplePlugin):
             output_cap=bash.output_cap,
             limits=bash.limits,
             commit_staged=bash_committer(self.memory),
+            sandbox_ids=bash.sandbox_ids,
         )
         activities += self.bash_activities.callables
         workflows: list[type] = list(WORKFLOWS)

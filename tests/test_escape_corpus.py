@@ -375,6 +375,9 @@ async def run_corpus(
     ]
     try:
         async with bash_worker(dev_env, plugin) as bash:
+            # The agent's first command gives its scratch and stores their owners and
+            # modes (its uid's lease): done before anything is compared.
+            await bash.one(WORKER, "true")
             for name, build, _ in attempts:
                 before = snapshot(base, skip=writable)
                 result = await bash.one(WORKER, build(w), timeout_seconds=60)

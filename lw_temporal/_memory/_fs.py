@@ -83,13 +83,17 @@ def is_link(dir_fd: int, name: str) -> bool:
 
 
 def open_root(root: Path, *, create: bool, shown: str) -> int | None:
-    """An fd on the store root, made (lazily) when ``create``; ``None`` if absent."""
+    """An fd on the store root, made (lazily) when ``create``; ``None`` if absent. A
+    new root is closed to others (``0750``): only agents that mount the store enter
+    it, through its group (see ``lw.bash``'s per-agent ids)."""
     try:
         return os.open(root, _DIR_FLAGS)
     except FileNotFoundError:
         if not create:
             return None
-        root.mkdir(parents=True, exist_ok=True)
+        root.parent.mkdir(parents=True, exist_ok=True)
+        with suppress(FileExistsError):
+            os.mkdir(root, 0o750)
         return os.open(root, _DIR_FLAGS)
     except OSError as err:
         if err.errno in (errno.ELOOP, errno.ENOTDIR):

@@ -82,13 +82,23 @@ class Usage:
     files: int = 0
     dirs: int = 0
     tree: int = 0
+    #: The store's own records (audit, journal, ledger): measured from their files
+    #: when a batch starts (:meth:`StoreFiles.bookkeeping_bytes`), never stored.
+    bookkeeping: int = 0
 
     @property
     def bytes(self) -> int:
-        return self.live + self.versions
+        """What the quota counts: current files, kept versions and bookkeeping."""
+        return self.live + self.versions + self.bookkeeping
+
+    @property
+    def entries(self) -> int:
+        return self.files + self.dirs
 
     def as_json(self) -> dict[str, int | str]:
-        raw: dict[str, int | str] = {k: v for k, v in asdict(self).items() if k != "tree"}
+        raw: dict[str, int | str] = {
+            k: v for k, v in asdict(self).items() if k not in ("tree", "bookkeeping")
+        }
         raw["tree"] = tree_id(self.tree)
         return raw
 

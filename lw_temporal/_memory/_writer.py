@@ -125,6 +125,7 @@ class StoreWriter:
         batch = Batch(files, root_fd, Usage())
         try:
             batch.usage = self.usage(files, root_fd)
+            batch.usage.bookkeeping = files.bookkeeping_bytes()
             staged: list[tuple[Pending, BaseModel]] = []
             for index, item in enumerate(items):
                 try:
@@ -178,9 +179,12 @@ class StoreWriter:
         txn.merge(item.op, hashed, result.model_dump(mode="json"), item.attachment)
         return item, result
 
-    @staticmethod
-    def _finish(files: StoreFiles, batch: Batch, staged: list[tuple[Pending, BaseModel]]) -> bool:
-        """Commit the batch with one flush, apply it, and hand out the results."""
+    def _finish(
+        self, files: StoreFiles, batch: Batch, staged: list[tuple[Pending, BaseModel]]
+    ) -> bool:
+        """Commit the batch with one flush, apply it, and hand out the results. The
+        journal counts toward the store's quota, so it is checkpointed (emptied) once
+        it holds an eighth of the quota, not only past :data:`CHECKPOINT_BYTES`."""
         if not batch.commits:
             return True
         record = {"commits": batch.commits, "usage": batch.usage.as_json()}
@@ -190,7 +194,7 @@ class StoreWriter:
             files.journal.mark(end)
         except (OSError, ApplicationError):
             recover(files)  # committed: finish it the way recovery would
-        if end > CHECKPOINT_BYTES:
+        if end > min(CHECKPOINT_BYTES, self.quota(files.store).max_bytes // 8):
             checkpoint(files)
         for item, result in staged:
             item.succeed(result)

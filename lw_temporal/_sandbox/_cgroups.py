@@ -97,9 +97,9 @@ class CgroupSupport:
                     (path / key).write_text(value)
         except OSError as err:
             logger.warning("lw.bash: no cgroup for this command (%s); rlimits only", err)
-            CommandCgroup(tuple(folders), idle).remove()
+            CommandCgroup(tuple(folders), idle, total).remove()
             return None
-        return CommandCgroup(tuple(folders), idle)
+        return CommandCgroup(tuple(folders), idle, total)
 
 
 #: Idle command cgroups per (memory, pids, total) limits: making and removing a memory
@@ -262,9 +262,13 @@ class _Folder:
 class CommandCgroup:
     """The cgroup (one folder per hierarchy) of one running command."""
 
-    def __init__(self, folders: tuple[_Folder, ...], idle: list[CommandCgroup]) -> None:
+    def __init__(
+        self, folders: tuple[_Folder, ...], idle: list[CommandCgroup], total: int
+    ) -> None:
         self.folders = folders
         self.idle = idle
+        #: The bound of all commands together (their parent's).
+        self.total = total
         self.oom_base = 0
 
     @property

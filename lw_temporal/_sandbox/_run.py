@@ -617,7 +617,9 @@ async def run_sandboxed(
                 stopped = _joined(
                     stopped,
                     "a process of the command was killed at the memory limit of all its "
-                    f"processes together ({limits.memory >> 20} MiB)",
+                    f"processes together ({limits.memory >> 20} MiB) or of all commands of "
+                    f"the worker together ({cgroup.total >> 20} MiB, their tmpfs pages and "
+                    "staged memory included)",
                 )
             cgroup.close()
         await started_launch.finish()  # last: the only step that may wait
