@@ -10,9 +10,10 @@ environment; only the overlay is a plain bind of its lower folder, since a bare 
 has no overlay) with the same ``bash -c true`` through
 ``subprocess.run(capture_output=True)``, loading the same seccomp filter the same way
 (``--seccomp``, a fresh descriptor each run as lw.bash does): no pre-check, no
-rlimits, no pids cgroup, no output caps. It runs as the same sandbox user (a root
-worker's commands never run as host root), started the same way (the spawning thread
-takes the user's ids around a vfork). The runners take turns in a rotating order, so
+rlimits, no pids cgroup, no output caps. It runs as the same per-agent user, the uid,
+gid and groups lw.bash leases to that agent (a root worker's commands never run as
+host root), started the same way (the spawning thread takes the user's ids around a
+vfork). The runners take turns in a rotating order, so
 none always pays for the namespace teardown of the same predecessor, and the event
 loop turns once after each, as a worker's does between two activities: what lw.bash
 does once its activity is done (unmount the overlay a planner's command used and mount
@@ -41,7 +42,7 @@ from temporalio.testing import ActivityEnvironment
 from lw_temporal import BashRequest, WorkflowDefinition
 from lw_temporal._bash import BashActivities
 from lw_temporal._config import LwConfig
-from lw_temporal._sandbox import BwrapBackend
+from lw_temporal._sandbox import BwrapBackend, SandboxUser
 from lw_temporal._sandbox._identity import thread_as
 from lw_temporal._scope import Mount, Scope
 
@@ -52,10 +53,14 @@ ROLES = {
 
 
 def bare_argv(
-    activities: BashActivities, scope: Scope, backend: BwrapBackend, seccomp_fd: int
+    activities: BashActivities,
+    scope: Scope,
+    backend: BwrapBackend,
+    seccomp_fd: int,
+    user: SandboxUser | None,
 ) -> list[str]:
     staged: list[tuple[Mount, Path]] = []
-    spec = activities._spec(scope, backend, "true", 120, staged)
+    spec = activities._spec(scope, backend, "true", 120, staged, user)
     for _, folder in staged:
         shutil.rmtree(folder)
     mounts = tuple(dataclasses.replace(m, staging=None) for m in spec.mounts)
@@ -93,13 +98,17 @@ async def main(rounds: int) -> None:
                 assert result.exit_code == 0, result
                 return result
 
-            bare = bare_argv(activities, scope, backend, -1)
+            # The agent's own identity, as lw.bash leases it to this scope.
+            user = activities.identities.user(scope, 120)
+            bare = bare_argv(activities, scope, backend, -1, user)
             at = bare.index("--seccomp") + 1
 
-            async def bare_bwrap(bare: list[str] = bare, at: int = at) -> object:
+            async def bare_bwrap(
+                bare: list[str] = bare, at: int = at, user: SandboxUser | None = user
+            ) -> object:
                 fd = backend.seccomp_fd()
                 try:
-                    with thread_as(activities.user):
+                    with thread_as(user):
                         proc = subprocess.Popen(  # noqa: ASYNC220
                             [*bare[:at], str(fd), *bare[at + 1 :]],
                             stdout=subprocess.PIPE,

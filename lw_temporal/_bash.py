@@ -25,7 +25,6 @@ import contextlib
 import functools
 import logging
 import os
-import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path, PurePosixPath
@@ -36,7 +35,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ._base import FrozenModel
-from ._bash_identity import CommandIdentities, close_data_dir
+from ._bash_identity import CommandIdentities, secure_layout
 from ._changes import CommitOutcome, Committer, StoreChange
 from ._config import LwConfig
 from ._errors import MEMORY_COMMIT_FAILED, SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
@@ -52,6 +51,7 @@ from ._sandbox import (
     SandboxSpec,
     SandboxUnavailable,
     SandboxUser,
+    StagingPool,
     SweepReport,
     WorkerClaim,
     apply_changes,
@@ -61,7 +61,6 @@ from ._sandbox import (
     release_staging,
     remove_tree,
     run_sandboxed,
-    secure_data_dir,
     select_backend,
     self_test,
     shown_name,
@@ -69,8 +68,8 @@ from ._sandbox import (
     staging_root,
     sweep,
 )
-from ._sandbox._cgroups import protect_worker
 from ._sandbox._leases import PoolExhausted
+from ._sandbox._oom import protect_worker
 from ._scope import Mount, Scope, StoreRef
 
 BASH_ACTIVITY = "lw.bash"
@@ -199,32 +198,15 @@ class BashActivities:
         self.capture_limits = capture_limits or CaptureLimits()
         layout = config.layout
         self.identities = CommandIdentities(layout.local_state, layout.runs, sandbox_ids)
-        shared = self.identities.shared_gid
         #: Who the self-test runs as: the shared id, which is no agent's uid.
         self.user = SandboxUser.for_worker(sandbox_ids)
-        memory = (layout.memory, layout.memory / "workflows", layout.memory / "pipelines")
-        if layout.runs_root is None:
-            inner = (layout.runs, *memory, layout.state)
-            self._data_dir_problem = secure_data_dir(layout.root, shared, inner)
-        else:
-            self._data_dir_problem = secure_data_dir(
-                layout.root, shared, (*memory, layout.state)
-            ) or secure_data_dir(layout.runs_root, shared, (layout.runs, layout.local_state))
-        if shared is not None and self._data_dir_problem is None:
-            try:
-                close_data_dir(layout)
-            except OSError as err:
-                self._data_dir_problem = f"cannot close the data dir {layout.root}: {err}"
+        self._data_dir_problem = secure_layout(layout, self.identities.shared_gid)
         self._backend: Backend | None = None
         self._tested: str | None = None
         self._testing = asyncio.Lock()
         self._scopes: dict[tuple[str, str], Scope] = {}
-        # Staging folders (upper/work/merged) whose command wrote nothing are reused:
-        # creating and removing three folders per command costs about as much as the
-        # overlay mount itself. Kept per thread: the thread that runs a command keeps
-        # an overlay mounted on its staging folder for the next one (see
-        # ``_sandbox._threadmounts``), which no other thread may reuse.
-        self._idle_staging: dict[int, list[Path]] = {}
+        #: Idle staging folders, reused by the next command of the same agent.
+        self._staging_pool = StagingPool()
         self._claim: WorkerClaim | None = None
 
     @property
@@ -460,17 +442,10 @@ class BashActivities:
         """Return clean staging folders for reuse; remove used ones and the private dir
         (heartbeating: removing what a command left, 50,000 folders, can take long)."""
         keep_alive = None if heartbeat is None else lambda: heartbeat(0, 0)
-        idle = self._idle_staging.setdefault(threading.get_ident(), [])
         for _, folder in staged:
-            if staging_changed(folder):
-                release_staging(folder)
-                await _beating(keep_alive, _discard, folder)
-                continue
-            idle.append(folder)
-            if len(idle) > _IDLE_STAGING_MAX:  # the oldest goes
-                oldest = idle.pop(0)
-                release_staging(oldest)
-                _discard(oldest)
+            for gone in self._staging_pool.keep(folder):
+                release_staging(gone)
+                await _beating(keep_alive, _discard, gone)
         if private is not None:
             await _beating(keep_alive, _discard, private)
 
@@ -505,18 +480,11 @@ class BashActivities:
         """An empty staging folder set of ``user``: an idle one of this data dir left
         pristine by its last command (see ``_sandbox._staging``), or a new one."""
         root = staging_root(scope.layout.local_state / "staging", self.user, self.claim().owner)
-        idle = self._idle_staging.get(threading.get_ident(), [])
-        uid = None if user is None else user.uid
-        for index in range(len(idle) - 1, -1, -1):
-            folder = idle[index]
-            if folder.parent != root or _folder_uid(folder / "upper") != uid:
-                continue
-            del idle[index]
-            if not staging_changed(folder):
-                return folder
-            release_staging(folder)
-            _discard(folder)
-        return make_staging(root / self.claim().name(), user)
+        folder, stale = self._staging_pool.take(root, user)
+        for gone in stale:
+            release_staging(gone)
+            _discard(gone)
+        return folder or make_staging(root / self.claim().name(), user)
 
     def _commit(
         self, scope: Scope, staged: list[tuple[Mount, Path]]
@@ -556,10 +524,6 @@ class BashActivities:
         return changes, refused
 
 
-#: Idle staging folder sets kept for reuse (one per concurrent overlay command suffices).
-_IDLE_STAGING_MAX = 16
-
-
 #: The most memory changes (and refusals) a result lists; ``*_count`` gives the total.
 MAX_LISTED_CHANGES = 100
 #: The last refusal of a command whose memory changes were all discarded at capture.
@@ -569,15 +533,6 @@ DISCARDED = "memory changes discarded: nothing of this command's memory changes 
 def _refusal(mount: Mount, path: str, reason: str) -> str:
     where = str(mount.virtual) if path == "." else f"{mount.virtual}/{shown_name(path)}"
     return f"{where}: {reason}"
-
-
-def _folder_uid(folder: Path) -> int | None:
-    """Who owns ``folder`` (``None`` for the worker itself: a non-root worker's)."""
-    try:
-        uid = os.lstat(folder).st_uid
-    except OSError:
-        return -1
-    return None if uid == os.geteuid() else uid
 
 
 def _discard(folder: Path) -> None:

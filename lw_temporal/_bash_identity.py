@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from ._ids import DREAMING_DEFINITION_ID, DataLayout
-from ._sandbox import SandboxUser
+from ._sandbox import SandboxUser, secure_data_dir
 from ._sandbox._leases import DEFAULT_IDS, IdentityPool, ensure_folder
 from ._scope import Scope
 
@@ -98,6 +98,27 @@ class CommandIdentities:
             except FileNotFoundError:
                 pass
             folder = folder.parent
+
+
+def secure_layout(layout: DataLayout, shared: int | None) -> str | None:
+    """Close the data dir (both roots, when apart) to other host users and its folders
+    to agents that do not own them (see :mod:`._sandbox._identity`); says why not."""
+    memory = (layout.memory, layout.memory / "workflows", layout.memory / "pipelines")
+    if layout.runs_root is None:
+        inner = (layout.runs, *memory, layout.state)
+        problem = secure_data_dir(layout.root, shared, inner)
+    else:
+        problem = secure_data_dir(layout.root, shared, (*memory, layout.state))
+        problem = problem or secure_data_dir(
+            layout.runs_root, shared, (layout.runs, layout.local_state)
+        )
+    if shared is None or problem is not None:
+        return problem
+    try:
+        close_data_dir(layout)
+    except OSError as err:
+        return f"cannot close the data dir {layout.root}: {err}"
+    return None
 
 
 def close_data_dir(layout: DataLayout) -> None:

@@ -33,10 +33,6 @@ def _records(data_dir: Path) -> int:
     )
 
 
-def _usage_bytes(plugin: LittleWorkflowPlugin) -> int:
-    return plugin.memory.usage(STORE).bytes
-
-
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bwrap")
 async def test_folder_churn_stops_within_the_quota(
     dev_env: WorkflowEnvironment, data_dir: Path
@@ -57,6 +53,5 @@ async def test_folder_churn_stops_within_the_quota(
     assert sizes[-1] == sizes[-2] == sizes[-3], sizes  # nothing grows any more
     # At most the quota, plus a record for each change that took an entry away.
     assert sizes[-1] <= QUOTA.max_bytes + 64 * 2048, sizes
-    assert _usage_bytes(plugin) >= QUOTA.max_bytes  # it is full of its records
     assert [c.kind for c in cleanup.memory_changes] == ["delete"], cleanup
     assert not (data_dir / "memory/workflows/churn/notes.md").exists()

@@ -13,6 +13,7 @@ from ._bwrap import BwrapBackend
 from ._identity import SandboxUser, secure_data_dir
 from ._landlock import LandlockBackend, landlock_abi
 from ._leftovers import SweepReport, WorkerClaim, sweep
+from ._output import OutputSink
 from ._overlay import (
     CaptureLimits,
     UpperRefusal,
@@ -21,7 +22,7 @@ from ._overlay import (
     shown_name,
     staging_root,
 )
-from ._run import OutputSink, RunOutcome, run_sandboxed
+from ._run import RunOutcome, run_sandboxed
 from ._selftest import self_test
 from ._spec import (
     DEFAULT_PATH,
@@ -31,7 +32,7 @@ from ._spec import (
     SandboxSpec,
     SystemView,
 )
-from ._staging import forget_staging, make_staging, staging_changed
+from ._staging import StagingPool, forget_staging, make_staging, staging_changed
 from ._threadmounts import release_staging
 from ._tree import remove_tree
 from ._userns import LAUNCH_FAILED_MARKER, LAUNCH_FAILED_STATUS
@@ -92,6 +93,7 @@ __all__ = [
     "SandboxSpec",
     "SandboxUnavailable",
     "SandboxUser",
+    "StagingPool",
     "StoreChange",
     "SweepReport",
     "SystemView",

@@ -163,34 +163,6 @@ def default_total_memory() -> int:
     return max(pages // 2, 64 << 20)
 
 
-def first_to_go(pid: int) -> None:
-    """Make ``pid`` (a launcher that has forked nothing yet, so its whole command) the
-    OOM killer's first choice (raising a score needs no privilege)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(f"/proc/{pid}/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
-        try:
-            os.write(fd, b"1000")
-        finally:
-            os.close(fd)
-
-
-#: The worker's own OOM score: far below any other process's, not immune (a worker
-#: that itself runs away may still be stopped).
-WORKER_OOM_SCORE = -900
-
-
-def protect_worker() -> bool:
-    """Lower the worker's own OOM score where it may (``CAP_SYS_RESOURCE``: a root
-    worker); whether it is now protected."""
-    path = Path("/proc/self/oom_score_adj")
-    try:
-        if int(path.read_text()) > WORKER_OOM_SCORE:
-            path.write_text(str(WORKER_OOM_SCORE))
-        return True
-    except (OSError, ValueError):
-        return False
-
-
 def _limit_files(hierarchy: _Hierarchy, memory: int, pids: int) -> list[tuple[str, str]]:
     files: list[tuple[str, str]] = []
     if hierarchy.version == 2:
@@ -262,9 +234,7 @@ class _Folder:
 class CommandCgroup:
     """The cgroup (one folder per hierarchy) of one running command."""
 
-    def __init__(
-        self, folders: tuple[_Folder, ...], idle: list[CommandCgroup], total: int
-    ) -> None:
+    def __init__(self, folders: tuple[_Folder, ...], idle: list[CommandCgroup], total: int) -> None:
         self.folders = folders
         self.idle = idle
         #: The bound of all commands together (their parent's).

@@ -26,16 +26,19 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import Any, ClassVar
 
 from ._backends import Backend, Launch
-from ._cgroups import CommandCgroup, command_cgroups, first_to_go
+from ._cgroups import CommandCgroup, command_cgroups
 from ._identity import SandboxUser, thread_as
+from ._oom import first_to_go, protect_worker
+from ._output import OutputSink
 from ._quota import QuotaWatch, quotas_of
 from ._reaper import reaper
 from ._spec import Limits, SandboxSpec
 from ._staging import mark_started
 from ._threadmounts import ThreadMounts
+from ._tree import remove_tree
 from ._userns import (
     LAUNCH_FAILED_MARKER,
     LAUNCH_FAILED_STATUS,
@@ -45,82 +48,6 @@ from ._userns import (
 )
 
 _CHUNK = 1 << 16
-
-
-def _create_beside_agent(path: Path, user: SandboxUser | None = None) -> IO[bytes]:
-    """Create ``path`` in a folder the sandboxed command can write, as the worker,
-    without following any symlink the command planted there (the folder itself or
-    the file): otherwise the worker would write wherever the agent points it. Both
-    belong to the sandbox user, like everything else in the command's scratch."""
-    folder = path.parent
-    try:
-        folder.mkdir(exist_ok=False)
-    except FileExistsError:
-        if folder.is_symlink() or not folder.is_dir():
-            folder.unlink()
-            folder.mkdir()
-    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        fd = os.open(
-            path.name,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-            0o644,
-            dir_fd=dir_fd,
-        )
-        if user is not None:
-            os.fchown(dir_fd, user.uid, user.gid)
-            os.fchown(fd, user.uid, user.gid)
-    finally:
-        os.close(dir_fd)
-    return os.fdopen(fd, "wb")
-
-
-class OutputSink:
-    """Keeps ``cap`` bytes for the result; spills everything (to ``save_cap``) to
-    ``path`` once the stream outgrows the cap."""
-
-    def __init__(
-        self, cap: int, save_cap: int, path: Path, user: SandboxUser | None = None
-    ) -> None:
-        self.user = user
-        self.cap = cap
-        self.save_cap = save_cap
-        self.path = path
-        self.head = bytearray()
-        self.total = 0
-        self.saved = 0
-        self._file: IO[bytes] | None = None
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > self.cap
-
-    @property
-    def spilled(self) -> bool:
-        return self._file is not None or self.saved > 0
-
-    def write(self, data: bytes) -> None:
-        self.total += len(data)
-        if self._file is None and len(self.head) + len(data) <= self.cap:
-            self.head += data
-            return
-        if self._file is None:
-            self._file = _create_beside_agent(self.path, self.user)
-            self._save(bytes(self.head))
-            room = self.cap - len(self.head)
-            self.head += data[: max(room, 0)]
-        self._save(data)
-
-    def _save(self, data: bytes) -> None:
-        assert self._file is not None
-        room = self.save_cap - self.saved
-        if room > 0:
-            self._file.write(data[:room])
-            self.saved += min(room, len(data))
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -525,6 +452,7 @@ async def run_sandboxed(
     """
     loop = asyncio.get_running_loop()
     reaper().reap()  # what earlier commands' sandboxes left, before this one forks
+    protect_worker()
     spawner = _Spawner.get(spec.limits.pids) if use_pids_cgroup else None
     started = time.monotonic()
     args_read, args_write = os.pipe()
@@ -623,6 +551,9 @@ async def run_sandboxed(
                 )
             cgroup.close()
         await started_launch.finish()  # last: the only step that may wait
+    left = [f for f in launch.watched if _left(f)]  # a launcher killed before its cleanup
+    if left:
+        await asyncio.to_thread(_remove_quietly, left)
     stopped = _joined(stopped, await watch.settled())
     report = _drain(report_read)
     if report:
@@ -632,6 +563,16 @@ async def run_sandboxed(
     if code < 0:  # killed by a signal: report it the way a shell does
         code = 128 - code
     return RunOutcome(code, timed_out, duration, stopped=stopped, quota_stopped=guard_stopped)
+
+
+def _left(folder: Path) -> bool:
+    return os.path.lexists(folder)
+
+
+def _remove_quietly(folders: list[Path]) -> None:
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            remove_tree(folder)
 
 
 def _joined(first: str | None, second: str | None) -> str | None:

@@ -19,7 +19,8 @@ from pathlib import Path, PurePosixPath
 from .._mode import Mode
 from ._backends import Backend, SandboxUnavailable, UnsandboxedBackend
 from ._identity import SandboxUser
-from ._run import OutputSink, run_sandboxed
+from ._output import OutputSink
+from ._run import run_sandboxed
 from ._spec import Limits, SandboxMount, SandboxSpec
 from ._tree import remove_tree
 

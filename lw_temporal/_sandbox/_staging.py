@@ -20,6 +20,7 @@ store: such a folder is removed instead. A folder is never handed to another use
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 from ._identity import SandboxUser
@@ -79,3 +80,46 @@ def staging_changed(staging: os.PathLike[str] | str) -> bool:
 def forget_staging(folder: os.PathLike[str] | str) -> None:
     """``folder`` is removed (or given up): nothing of it may be taken as pristine."""
     _started.pop(os.fspath(folder), None)
+
+
+class StagingPool:
+    """The idle staging folders of one worker, per thread: the thread that ran a
+    command keeps an overlay mounted on its folder for the next one, which no other
+    thread may reuse. The caller unmounts (``release_staging``) and removes what it is
+    handed back."""
+
+    def __init__(self, max_idle: int = 16) -> None:
+        self.max_idle = max_idle
+        self._idle: dict[int, list[Path]] = {}
+
+    def take(self, root: Path, user: SandboxUser | None) -> tuple[Path | None, list[Path]]:
+        """A pristine idle folder of ``user`` under ``root`` (or ``None``), and the
+        idle ones found changed on the way, to remove."""
+        idle = self._idle.get(threading.get_ident(), [])
+        uid = os.geteuid() if user is None else user.uid
+        stale: list[Path] = []
+        for index in range(len(idle) - 1, -1, -1):
+            folder = idle[index]
+            if folder.parent != root or _owner(folder / "upper") != uid:
+                continue
+            del idle[index]
+            if not staging_changed(folder):
+                return folder, stale
+            stale.append(folder)
+        return None, stale
+
+    def keep(self, folder: Path) -> list[Path]:
+        """Keep ``folder`` for the next command if its command left it pristine;
+        returns what to remove now (it, or the oldest idle one past the bound)."""
+        if staging_changed(folder):
+            return [folder]
+        idle = self._idle.setdefault(threading.get_ident(), [])
+        idle.append(folder)
+        return [idle.pop(0)] if len(idle) > self.max_idle else []
+
+
+def _owner(folder: Path) -> int:
+    try:
+        return os.lstat(folder).st_uid
+    except OSError:
+        return -1
