@@ -200,7 +200,9 @@ class BashActivities:
         self.identities = CommandIdentities(layout.local_state, layout.runs, sandbox_ids)
         #: Who the self-test runs as: the shared id, which is no agent's uid.
         self.user = SandboxUser.for_worker(sandbox_ids)
-        self._data_dir_problem = secure_layout(layout, self.identities.shared_gid)
+        self._data_dir_problem = self.identities.problem or secure_layout(
+            layout, self.identities.shared_gid
+        )
         self._backend: Backend | None = None
         self._tested: str | None = None
         self._testing = asyncio.Lock()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ._ids import DREAMING_DEFINITION_ID, DataLayout
 from ._sandbox import SandboxUser, secure_data_dir
-from ._sandbox._leases import DEFAULT_IDS, IdentityPool, ensure_folder
+from ._sandbox._leases import IdentityPool, default_ids, ensure_folder, unmapped
 from ._scope import Scope
 
 #: The bookkeeping folders an agent passes through (to its sandbox's own folders);
@@ -48,7 +48,13 @@ class CommandIdentities:
 
     def __init__(self, local_state: Path, runs: Path, ids: range | None = None) -> None:
         self.runs = runs
-        self.pool = IdentityPool(local_state, ids or DEFAULT_IDS) if os.geteuid() == 0 else None
+        self.pool: IdentityPool | None = None
+        #: Why the ids cannot be used here (then every command is refused), if so.
+        self.problem: str | None = None
+        if os.geteuid() == 0:
+            ids = ids or default_ids()
+            self.problem = unmapped(ids)
+            self.pool = IdentityPool(local_state, ids)
 
     @property
     def shared_gid(self) -> int | None:

@@ -23,7 +23,7 @@ from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._sandbox._leases import DEFAULT_IDS, IdentityPool, PoolExhausted
 from lw_temporal.memory import Provenance, StoreKind, StoreRef
 from lw_temporal.options import BashOptions
-from tests._bash_support import bash_worker
+from tests._bash_support import BashRunner, bash_worker
 from tests._escape_support import BACKENDS, shell_quote
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="a non-root worker has one uid")
@@ -60,6 +60,17 @@ def _processes_of(uid: int) -> list[int]:
         if str(uid) in uids:
             found.append(int(pid))
     return found
+
+
+async def _leased(bash: BashRunner, plugin: LittleWorkflowPlugin, *agents: str) -> list[int]:
+    """The uids of ``agents``, each of which has run a first command (its lease)."""
+    for agent in agents:
+        await bash.one(agent, "true")
+    return [_owner(_scratch(plugin, agent)) for agent in agents]
+
+
+def _owner(path: Path) -> int:
+    return path.stat().st_uid
 
 
 async def _until(condition: object, seconds: float = 30.0) -> None:
@@ -107,9 +118,7 @@ async def test_one_agent_at_its_process_limit_stops_no_other(
 ) -> None:
     plugin = _plugin(data_dir, backend)
     async with bash_worker(dev_env, plugin) as bash:
-        await bash.one(STEP_1, "true")
-        await bash.one(STEP_2, "true")
-        uid = _scratch(plugin, STEP_1).stat().st_uid
+        uid, _ = await _leased(bash, plugin, STEP_1, STEP_2)
         # 520 background sleeps: the agent's uid (and command) is at its limit of 512.
         hog = asyncio.ensure_future(
             bash.one(STEP_1, "for i in $(seq 520); do sleep 60 & done 2>/dev/null; wait",
@@ -134,10 +143,8 @@ async def test_renicing_its_user_reaches_no_other_agent(
 ) -> None:
     plugin = _plugin(data_dir, backend)
     async with bash_worker(dev_env, plugin) as bash:
-        await bash.one(STEP_1, "true")
-        await bash.one(STEP_2, "true")
+        _, uid = await _leased(bash, plugin, STEP_1, STEP_2)
         victim = _scratch(plugin, STEP_2)
-        uid = victim.stat().st_uid
         waiting = asyncio.ensure_future(
             bash.one(STEP_2, "until [ -e stop ]; do sleep 0.05; done; echo done",
                      timeout_seconds=60)

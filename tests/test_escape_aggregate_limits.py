@@ -110,3 +110,21 @@ async def test_tmpdir_is_bounded(
     # 1 GiB at once: past the tmpfs size (bwrap) or the command's memory (Landlock).
     assert fast.stdout != "exit=0\n" or fast.stopped is not None, fast
     assert after.stdout == "alive\n"  # a fresh, empty TMPDIR each command
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_preallocated_blocks_count_toward_the_scratch_quota(
+    dev_env: WorkflowEnvironment, data_dir: Path, backend: str
+) -> None:
+    plugin = _plugin(data_dir, backend)
+    async with bash_worker(dev_env, plugin) as bash:
+        grab, after = await bash.run(
+            WORKER,
+            # Blocks without size (-n keeps the size 0): st_blocks is what the quota reads.
+            ["for i in 1 2 3; do fallocate -n -l 60M p$i; sleep 0.3; done; echo end", "ls"],
+            timeout_seconds=60,
+        )
+    used, _ = _usage(plugin)
+    # Stopped and trimmed at the quota (or refused by the filter): within it either way.
+    assert used <= LIMITS.writable_bytes, (used, grab)
+    assert after.exit_code == 0

@@ -49,9 +49,9 @@ class SandboxUser:
         worker's own) otherwise."""
         if os.geteuid() != 0:
             return None
-        from ._leases import DEFAULT_IDS, check_ids
+        from ._leases import check_ids, default_ids
 
-        shared = check_ids(ids or DEFAULT_IDS)[0]
+        shared = check_ids(ids or default_ids())[0]
         return cls(shared, shared)
 
     @property

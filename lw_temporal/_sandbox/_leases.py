@@ -56,6 +56,43 @@ _MARGIN = 60.0
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+def _extents(name: str) -> list[tuple[int, int]]:
+    """[first, end) of each id range this process's user namespace maps."""
+    found = []
+    try:
+        for line in Path(f"/proc/self/{name}").read_text().splitlines():
+            inside, _, count = (int(x) for x in line.split())
+            found.append((inside, inside + count))
+    except (OSError, ValueError):
+        return [(0, 1 << 32)]
+    return found
+
+
+def unmapped(ids: range) -> str | None:
+    """Why the ids cannot be switched to here (outside this user namespace's maps: a
+    rootless container's root maps only a few), else ``None``."""
+    for name in ("uid_map", "gid_map"):
+        if not any(a <= ids[0] and ids[-1] < b for a, b in _extents(name)):
+            return (
+                f"sandbox_ids {ids!r} are not all mapped in this worker's user namespace "
+                f"(/proc/self/{name}); give BashOptions(sandbox_ids=...) a range inside it"
+            )
+    return None
+
+
+def default_ids() -> range:
+    """:data:`DEFAULT_IDS` where this user namespace maps them, else the same count at
+    the top of its largest mapped range, below the overflow ids (65534 and up)."""
+    if unmapped(DEFAULT_IDS) is None:
+        return DEFAULT_IDS
+    first, end = max(_extents("uid_map"), key=lambda e: e[1] - e[0])
+    end = min(end, 65534) if first < 65534 else end
+    count = min(len(DEFAULT_IDS), end - max(first, 1000))
+    if count < 2:
+        return DEFAULT_IDS  # nothing to lease here: said at worker start (unmapped)
+    return range(end - count, end)
+
+
 class PoolExhausted(RuntimeError):
     """Every number of the range is leased to a key that used it recently."""
 
