@@ -25,8 +25,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 #: bwrap's 2,000 in a row (each orphaned sandbox init a zombie without the reaper: the
-#: 513th command failed); Landlock's launcher reaps its own, 600 show it still holds.
-COUNTS = {"bwrap": 2000, "landlock": 600}
+#: 513th command failed); Landlock's launcher reaps its own: a few show it holds too.
+COUNTS = {"bwrap": 2000, "landlock": 100}
 
 #: A pid 1 that only waits for its one child by pid and never reaps anything else,
 #: as a naive init or a shell script entrypoint does.
@@ -62,7 +62,7 @@ def test_worker_as_pid_1_runs_commands_forever(tmp_path: Path, sandbox: str) -> 
 
 
 def test_worker_under_a_pid_1_that_never_reaps(tmp_path: Path) -> None:
-    count = 600
+    count = 520  # past the 512 zombies that stopped such a worker
     summary = _run(
         [
             sys.executable,
