@@ -29,7 +29,8 @@ Denied everywhere (``EPERM`` unless said otherwise):
   ``pidfd_getfd``);
 * kernel attack surface an agent never needs: ``bpf``, ``perf_event_open``,
   ``userfaultfd``, ``io_uring_*``, ``kexec_*``, module loading, ``open_by_handle_at``,
-  ``syslog``, ``acct``, ``reboot``, swap, clocks, ``quotactl``, ``vhangup``, ioperm;
+  ``syslog``, ``acct``, ``reboot``, swap, clocks, ``quotactl``, ``vhangup``, ioperm,
+  ``modify_ldt``;
 * the mount family (``mount``, ``umount2``, ``pivot_root``, ``chroot``, the new mount
   API) and namespaces (``unshare``, ``setns``, ``clone`` with any ``CLONE_NEW*`` flag;
   ``clone3``, whose flags sit in a struct the filter cannot read, answers ``ENOSYS``,
@@ -187,6 +188,7 @@ _DENIED = (
     "vhangup",
     "ioperm",
     "iopl",
+    "modify_ldt",
     "lookup_dcookie",
     "uselib",
     "mount",
