@@ -27,6 +27,7 @@ from lw_temporal._sandbox import (
 )
 from lw_temporal._sandbox._backends import Launch
 from lw_temporal._sandbox._landlock import landlock_abi
+from lw_temporal._sandbox._selftest import _filter_failures
 
 
 def user() -> SandboxUser | None:
@@ -132,3 +133,10 @@ async def test_landlock_with_ip_sockets_is_refused(tmp_path: Path) -> None:
     backend.check()
     with pytest.raises(SandboxUnavailable, match=r"refuse socket\(AF_INET, SOCK_STREAM\)"):
         await self_test(backend, tmp_path, user(), Limits())
+
+
+def test_a_view_without_python3_fails_naming_the_fix(tmp_path: Path) -> None:
+    """Nothing else in a system view makes a raw call: without python3 the filter's
+    own rules are unproven, and the backend is refused (fail closed)."""
+    (failure,) = _filter_failures(b"Seccomp:2\nno-python3\nprobe-done\n", tmp_path, False)
+    assert "no python3 in the system view" in failure and "apt-get install" in failure

@@ -164,7 +164,7 @@ def _filter_failures(out: bytes, rw: Path, landlock: bool) -> list[str]:
     if "no-python3" in text.split():
         return [
             "the probe found no python3 in the system view to make its raw calls with "
-            "(install python3 under /usr, e.g. apt-get install python3-minimal)"
+            "(install one under /usr: Debian/Ubuntu apt-get install python3)"
         ]
     seen = dict(line.split("=", 1) for line in text.split() if "=" in line)
     failures = []
