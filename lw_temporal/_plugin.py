@@ -33,7 +33,9 @@ from ._options import (
     MemoryOptions,
     ModelCallOptions,
     OrchestratorOptions,
+    PrivacyOptions,
 )
+from ._privacy import EncryptionCodec, KeyRing, default_key_store, with_codec
 from ._retention import RetentionActivities, ScratchRetentionWorkflow
 from ._telemetry._interceptor import telemetry_interceptors
 from ._topology import host_queue
@@ -91,6 +93,7 @@ class LittleWorkflowPlugin(SimplePlugin):
             consolidator.
         deployment: memory and runs roots, host, host timeout, memory id and whether
             the server has lw's search attributes.
+        privacy: payload encryption per run tree (on by default) and its key store.
     """
 
     def __init__(
@@ -107,6 +110,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         memory: MemoryOptions | None = None,
         dreaming: DreamingAgentOptions | None = None,
         deployment: DeploymentOptions | None = None,
+        privacy: PrivacyOptions | None = None,
     ) -> None:
         model_calls = model_calls or ModelCallOptions()
         orchestrator = orchestrator or OrchestratorOptions()
@@ -114,6 +118,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         memory = memory or MemoryOptions()
         dreaming = dreaming or DreamingAgentOptions()
         deployment = deployment or DeploymentOptions()
+        privacy = privacy or PrivacyOptions()
         self.config = LwConfig.create(
             data_dir,
             definitions,
@@ -123,6 +128,12 @@ class LittleWorkflowPlugin(SimplePlugin):
             host_timeout=deployment.host_timeout,
             expected_memory_id=deployment.memory_id,
         )
+        #: The payload codec every client and worker built with this plugin seals with
+        #: (``None`` when ``PrivacyOptions(encrypt=False)``).
+        self.codec: EncryptionCodec | None = None
+        if privacy.encrypt:
+            store = privacy.key_store or default_key_store(self.config.layout)
+            self.codec = EncryptionCodec(KeyRing(store, ttl=privacy.key_cache_seconds))
         activities: list[Callable[..., object]] = []
         #: The admin API of the memory stores (CLI, dreaming promotion, bash capture).
         self.memory = MemoryStores.for_config(
@@ -169,7 +180,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         self.activity_callables: Sequence[Callable[..., object]] = tuple(activities)
         super().__init__(
             PLUGIN_NAME,
-            data_converter=pydantic_data_converter,
+            data_converter=with_codec(pydantic_data_converter, self.codec),
             activities=list(activities),
             workflows=list(workflows),
             workflow_runner=_passthrough,
