@@ -30,6 +30,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from ._privacy import PayloadSealed
 from ._workflows import PROGRESS_QUERY, Progress
 
 #: Seconds between two looks at a live tree.
@@ -129,7 +130,7 @@ async def _node(client: Client, workflow_id: str, depth: int) -> Node | None:
             return None if depth == 0 else Node(workflow_id, depth, None, None)
         raise
     progress: Progress | None = None
-    with contextlib.suppress(RPCError, WorkflowFailureError):
+    with contextlib.suppress(RPCError, WorkflowFailureError, PayloadSealed):
         progress = await handle.query(
             PROGRESS_QUERY, result_type=Progress, rpc_timeout=QUERY_TIMEOUT
         )

@@ -16,6 +16,7 @@ import time
 from temporalio.client import Client, WorkflowFailureError
 
 from .._ids import AgentId, InvalidWorkflowId, check_definition_id
+from .._privacy import PayloadSealed
 from .._live import (
     Screen,
     failure_message,
@@ -27,6 +28,7 @@ from .._live import (
 )
 from .._workflows import AgentInput, AgentResult
 from ._common import Commands, add_connection, connect, then_exit
+from ._keys import add_keys
 
 
 def add_run(sub: Commands) -> None:
@@ -43,6 +45,7 @@ def add_run(sub: Commands) -> None:
     run.add_argument("words", nargs="+", metavar="[definition] task")
     run.add_argument("--pipeline", action="store_true", help="start an orchestrator")
     add_connection(run)
+    add_keys(run)
     run.add_argument("--task-queue", default="lw")
     run.add_argument("--id", default=None, help="the run token (default: time and random)")
     run.add_argument(
@@ -55,6 +58,7 @@ def add_run(sub: Commands) -> None:
     status = sub.add_parser("status", help="show one snapshot of a run's tree")
     status.add_argument("workflow_id")
     add_connection(status)
+    add_keys(status)
     status.set_defaults(handler=then_exit(status_command))
 
 
@@ -118,10 +122,14 @@ async def run_command(args: argparse.Namespace) -> int:
     done = asyncio.Event()
     watcher = asyncio.create_task(follow(client, workflow_id, screen, done))
     result: AgentResult | None = None
+    sealed = False
     try:
         result = await handle.result()
     except WorkflowFailureError:
         pass  # named below, with the rest of the tree's failures
+    except PayloadSealed as err:
+        sealed = True  # the run ended; this command holds no keys to read its result
+        print(f"lw-temporal: {workflow_id} ended; its result is sealed: {err}", file=sys.stderr)
     finally:
         done.set()
     nodes = await watcher
@@ -132,7 +140,7 @@ async def run_command(args: argparse.Namespace) -> int:
         print(one_line(result.summary, 400))
         if result.tree_usage.model_calls:
             print(f"tokens, whole tree: {result.tree_usage.line()}")
-    elif not code:
+    elif not code and not sealed:
         why = await failure_message(client, workflow_id)
         print(f"lw-temporal: workflow {workflow_id} failed: {why}", file=sys.stderr)
         code = 1

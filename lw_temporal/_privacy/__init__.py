@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from temporalio.converter import DataConverter
+from temporalio.converter import DataConverter, PayloadCodec
 
 from .._ids import DataLayout
 from ._codec import ENCODING, KEY_ID_FIELD, EncryptionCodec, KeyRing, PayloadSealed, sealed_by
@@ -28,7 +28,7 @@ def default_key_store(layout: DataLayout) -> FileKeyStore:
     return FileKeyStore(key_folder(layout))
 
 
-def with_codec(converter: DataConverter, codec: EncryptionCodec | None) -> DataConverter:
+def with_codec(converter: DataConverter, codec: PayloadCodec | None) -> DataConverter:
     """``converter`` sealing its payloads with ``codec`` (as it is without one)."""
     if codec is None:
         return converter
