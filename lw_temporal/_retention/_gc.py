@@ -159,7 +159,7 @@ async def collect_garbage(
         )
         if not policy.dry_run:
             try:
-                await asyncio.to_thread(_remove, scratch, layout)
+                await asyncio.to_thread(discard_folder, scratch, layout)
             except OSError as err:
                 if len(skipped) < policy.max_listed:
                     skipped.append(f"{item.path}: {err}")
@@ -181,13 +181,17 @@ async def collect_garbage(
     )
 
 
-def _remove(scratch: Path, layout: DataLayout) -> None:
+def discard_folder(folder: Path, layout: DataLayout) -> None:
     """Move the folder out of the agents' view first, so a half-finished removal never
-    leaves a half-empty scratch behind, then delete it."""
-    trash = layout.local_state / "trash"
+    leaves a half-empty scratch behind, then delete it (by descriptor: ``remove_tree``,
+    the sandbox's remover, never follows a link an agent planted). A folder on the
+    memory root goes to that root's trash (a rename cannot cross file systems)."""
+    state = layout.local_state if folder.is_relative_to(layout.local_root) else layout.state
+    trash = state / "trash"
     trash.mkdir(parents=True, exist_ok=True)
-    moved = trash / f"{os.getpid()}-{datetime.now(UTC).timestamp():.6f}-{scratch.parent.name}"
-    os.rename(scratch, moved)
+    stamp = f"{os.getpid()}-{datetime.now(UTC).timestamp():.6f}"
+    moved = trash / f"{stamp}-{folder.parent.name}-{folder.name}"
+    os.rename(folder, moved)
     remove_tree(moved)
 
 
