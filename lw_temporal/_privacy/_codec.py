@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Self
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from typing import TYPE_CHECKING
+
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import (
     PayloadCodec,
@@ -36,6 +36,9 @@ from temporalio.converter import (
 )
 
 from ._keys import KeyShredded, KeyStore, tree_of
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 ENCODING = b"binary/encrypted"
 KEY_ID_FIELD = "encryption-key-id"
@@ -80,6 +83,10 @@ class KeyRing:
         return hit[0]
 
     def _remember(self, key_id: str, key: bytes) -> AESGCM:
+        # Imported here: workflow code imports this package inside Temporal's sandbox,
+        # where a native extension module must not be imported again.
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         cipher = AESGCM(key)
         self._keys[key_id] = (cipher, time.monotonic())
         self._keys.move_to_end(key_id)
@@ -168,6 +175,8 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
             raise PayloadSealed("encrypted payload without an encryption-key-id")
         cipher = await self.ring.for_decode(key_id)
         data = payload.data
+        from cryptography.exceptions import InvalidTag
+
         try:
             plain = cipher.decrypt(data[:_NONCE], data[_NONCE:], key_id.encode())
         except InvalidTag:
