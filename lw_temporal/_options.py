@@ -17,8 +17,8 @@ from pathlib import Path
 from ._agent import DEFAULT_CONTEXT_BUDGET, ORCHESTRATOR_MAX_TURNS
 from ._definitions import MemoryQuota
 from ._dreaming import DEFAULT_INSTRUCTIONS, Consolidator
-from ._sandbox import Limits
 from ._privacy import KeyStore
+from ._sandbox import Limits
 from ._scan import Scanner
 from ._topology import DEFAULT_HOST_TIMEOUT
 

@@ -21,8 +21,8 @@ __all__ = ["build_model", "build_parser", "load_object", "main", "parse_duration
 def build_parser() -> argparse.ArgumentParser:
     from ._codec_server import add_codec_server
     from ._demo import add_demo
-    from ._forget import add_forget
     from ._dream import add_dream
+    from ._forget import add_forget
     from ._gc import add_gc
     from ._memory import add_memory
     from ._run import add_run

@@ -12,6 +12,7 @@ import secrets
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from ._common import Commands, failed
 from ._keys import add_key_store, key_store
@@ -64,34 +65,42 @@ def _loopback(host: str) -> bool:
         return False
 
 
-async def _serve(args: argparse.Namespace) -> int:
+def _server(args: argparse.Namespace, loop: asyncio.AbstractEventLoop) -> tuple[Any, str]:
+    """The server the arguments describe, and where its keys are (for the banner)."""
     from .._ids import DataLayout
     from .._privacy import EncryptionCodec, KeyRing, key_folder
-    from .._privacy._server import DEFAULT_ORIGINS, CodecHTTPServer, describe
+    from .._privacy._server import DEFAULT_ORIGINS, CodecHTTPServer
 
+    host, port = _listen(args.listen)
+    data_dir = Path(args.data_dir)
+    if not data_dir.is_dir():
+        raise ValueError(f"data dir {data_dir} does not exist")
+    if args.token_file is not None:
+        token = Path(args.token_file).read_text(encoding="utf-8").strip()
+        if len(token) < 16:
+            raise ValueError(f"--token-file {args.token_file}: use a token of 16+ characters")
+    else:
+        token = secrets.token_urlsafe(24)
+    server = CodecHTTPServer(
+        (host, port),
+        codec=EncryptionCodec(KeyRing(key_store(args, data_dir))),
+        token=token,
+        origins=args.ui_origin or DEFAULT_ORIGINS,
+        loop=loop,
+    )
+    return server, args.key_store or key_folder(DataLayout.at(data_dir))
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    from .._privacy._server import describe
+
+    loop = asyncio.get_running_loop()
     try:
-        host, port = _listen(args.listen)
-        data_dir = Path(args.data_dir)
-        if not data_dir.is_dir():
-            raise ValueError(f"data dir {data_dir} does not exist")
-        if args.token_file is not None:
-            token = Path(args.token_file).read_text(encoding="utf-8").strip()
-            if len(token) < 16:
-                raise ValueError(f"--token-file {args.token_file}: use a token of 16+ characters")
-        else:
-            token = secrets.token_urlsafe(24)
-        store = key_store(args, data_dir)
-        server = CodecHTTPServer(
-            (host, port),
-            codec=EncryptionCodec(KeyRing(store)),
-            token=token,
-            origins=args.ui_origin or DEFAULT_ORIGINS,
-            loop=asyncio.get_running_loop(),
-        )
+        server, keys = _server(args, loop)
     except (OSError, ValueError) as err:
         return failed("codec-server", err)
-    keys = args.key_store or key_folder(DataLayout.at(data_dir))
-    if not _loopback(host):
+    host = server.server_address[0]
+    if not _loopback(str(host)):
         print(
             f"lw-temporal codec-server: listening on {host}, not loopback, over plain HTTP: "
             "put TLS in front of it",
@@ -100,7 +109,6 @@ async def _serve(args: argparse.Namespace) -> int:
     for line in describe(server, keys):
         print(line, flush=True)
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)

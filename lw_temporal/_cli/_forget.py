@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import Any
 
 from ._common import Commands, add_connection, connect, failed, then_exit
 from ._keys import add_key_store, key_store
@@ -47,20 +49,24 @@ def add_forget(sub: Commands) -> None:
     parser.set_defaults(handler=then_exit(_forget))
 
 
-async def _forget(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+def _layout(args: argparse.Namespace) -> Any:
     from .._ids import DataLayout
-    from .._privacy._forget import ForgetRefused, forget_tree
 
     data_dir = Path(args.data_dir)
     if not data_dir.is_dir():
-        return failed("forget", ValueError(f"data dir {data_dir} does not exist"))
-    layout = (
-        DataLayout.at(data_dir)
-        if args.runs_root is None
-        else DataLayout.split(data_dir, args.runs_root)
-    )
+        raise ValueError(f"data dir {data_dir} does not exist")
+    if args.runs_root is None:
+        return DataLayout.at(data_dir)
+    return DataLayout.split(data_dir, args.runs_root)
+
+
+async def _forget(args: argparse.Namespace) -> int:
+    from .._privacy._forget import ForgetRefused, forget_tree
+
+    try:
+        layout = _layout(args)
+    except ValueError as err:
+        return failed("forget", err)
     try:
         client = await connect(args)
         report = await forget_tree(
@@ -69,7 +75,7 @@ async def _forget(args: argparse.Namespace) -> int:
             args.workflow_id,
             by=args.by,
             why=args.why,
-            keys=key_store(args, data_dir),
+            keys=key_store(args, args.data_dir),
             terminate=args.terminate,
             memory=args.memory,
             progress=lambda line: print(line, file=sys.stderr, flush=True),
@@ -88,8 +94,7 @@ async def _forget(args: argparse.Namespace) -> int:
     if more > 0:
         print(f"... and {more} more removed (all in the audit log)")
     key = (
-        f"key shredded: its {report.runs_count} workflow runs in Temporal can no longer be "
-        "decoded"
+        f"key shredded: its {report.runs_count} workflow runs in Temporal can no longer be decoded"
         if report.key_shredded
         else "its key was shredded by an earlier forget"
         if report.already_forgotten

@@ -16,7 +16,6 @@ import time
 from temporalio.client import Client, WorkflowFailureError
 
 from .._ids import AgentId, InvalidWorkflowId, check_definition_id
-from .._privacy import PayloadSealed
 from .._live import (
     Screen,
     failure_message,
@@ -26,6 +25,7 @@ from .._live import (
     one_line,
     report_failures,
 )
+from .._privacy import PayloadSealed
 from .._workflows import AgentInput, AgentResult
 from ._common import Commands, add_connection, connect, then_exit
 from ._keys import add_keys

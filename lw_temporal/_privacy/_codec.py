@@ -24,9 +24,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Self
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import (
@@ -157,9 +155,7 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
             nonce = os.urandom(_NONCE)
             sealed = cipher.encrypt(nonce, payload.SerializeToString(), aad)
             out.append(
-                Payload(
-                    metadata={"encoding": ENCODING, KEY_ID_FIELD: aad}, data=nonce + sealed
-                )
+                Payload(metadata={"encoding": ENCODING, KEY_ID_FIELD: aad}, data=nonce + sealed)
             )
         return out
 

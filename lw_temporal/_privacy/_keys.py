@@ -140,10 +140,8 @@ class FileKeyStore(KeyStore):
                 out.write(secrets.token_bytes(KEY_BYTES))
                 out.flush()
                 os.fsync(out.fileno())
-            try:
-                os.link(tmp, self._key(key_id))  # exclusive, on NFS too: first one wins
-            except FileExistsError:
-                pass
+            with contextlib.suppress(FileExistsError):  # first one wins
+                os.link(tmp, self._key(key_id))  # exclusive, on NFS too
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)

@@ -23,6 +23,7 @@ the key ring.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import http.cookies
 import sys
@@ -82,7 +83,8 @@ class CodecHTTPServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
-        shown = f"[{host}]" if ":" in str(host) else str(host)
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        shown = f"[{name}]" if ":" in name else name
         return f"http://{shown}:{port}"
 
 
@@ -104,7 +106,7 @@ class _Handler(BaseHTTPRequestHandler):
             return parts[-1]
         return None
 
-    def do_OPTIONS(self) -> None:  # noqa: N802 (the stdlib's naming)
+    def do_OPTIONS(self) -> None:
         if self._route() is None:
             self._plain(HTTPStatus.NOT_FOUND, "not found: POST /encode or /decode")
             return
@@ -120,7 +122,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         split = urlsplit(self.path)
         if split.path == "/login":
             token = parse_qs(split.query).get("token", [""])[0]
@@ -142,7 +144,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._plain(HTTPStatus.NOT_FOUND, "lw codec server: POST /encode or /decode")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         route = self._route()
         if route is None:
             self._plain(HTTPStatus.NOT_FOUND, "not found: POST /encode or /decode")
@@ -151,10 +153,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._check_origin()
             self._check_auth()
             payloads = self._payloads()
+            sealed: list[str] = []
             if route == "encode":
                 workflow_id = self.headers.get(WORKFLOW_HEADER) or None
                 codec = self.server.codec.for_tree(workflow_id)
-                out, sealed = self.server.call(codec.encode(payloads)), []
+                out = self.server.call(codec.encode(payloads))
             else:
                 out, sealed = self.server.call(_decode_each(self.server.codec, payloads))
         except _Refused as refused:
@@ -191,10 +194,8 @@ class _Handler(BaseHTTPRequestHandler):
         if scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), expected):
             return
         cookies = http.cookies.SimpleCookie()
-        try:
+        with contextlib.suppress(http.cookies.CookieError):
             cookies.load(self.headers.get("Cookie", ""))
-        except http.cookies.CookieError:
-            pass
         morsel = cookies.get(COOKIE)
         if morsel is not None and hmac.compare_digest(morsel.value.encode(), expected):
             return
