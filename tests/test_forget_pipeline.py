@@ -104,7 +104,10 @@ async def test_a_forgotten_pipeline_is_sealed_everywhere_and_gone_from_disk(
     audit = (data_dir / ".lw" / "audit" / "forget.jsonl").read_text().splitlines()
     line = json.loads(audit[-1])
     assert (line["op"], line["tree"], line["by"], line["why"]) == (
-        "forget", gone, "dpo", "erasure request 42"
+        "forget",
+        gone,
+        "dpo",
+        "erasure request 42",
     )
     assert line["key_shredded"] is True
     assert any(r.startswith(f"scratch of the tree runs/{gone}") for r in line["removed"])
