@@ -264,7 +264,7 @@ def _audit(layout: DataLayout, item: GcItem, actor: str, retain: timedelta) -> N
     audit.mkdir(parents=True, exist_ok=True)
     entry = {
         "time": datetime.now(UTC).isoformat(),
-        "op": "scratch.delete" if item.what == "scratch" else f"{item.what}.delete",
+        "op": f"{item.what.replace(' ', '-')}.delete",
         "what": item.what,
         "workflow_id": item.workflow_id,
         "path": item.path,
