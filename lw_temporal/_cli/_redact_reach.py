@@ -27,7 +27,10 @@ def print_reach(
         rel,
         redaction_pattern(args.pattern, regex=args.regex),
         result,
-        progress=lambda line: print(line, file=sys.stderr, flush=True),
+        # On a terminal only: piped, stderr is for problems.
+        progress=(lambda line: print(line, file=sys.stderr, flush=True))
+        if sys.stderr.isatty()
+        else None,
     )
     for place in report.changed:
         print(f"changed  {place.line()}")
