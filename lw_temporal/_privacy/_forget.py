@@ -86,10 +86,14 @@ class Erasure:
             return
         self.removed.append(Place(what=what, path=self.rel(path), files=files, bytes=size))
 
-    def remove_file(self, what: str, path: Path) -> None:
+    def remove_file(self, what: str, path: Path, root: Path | None = None) -> None:
+        """Remove one file; under ``root`` (a folder an agent writes in) by descriptor."""
         try:
             size = path.lstat().st_size
-            path.unlink()
+            if root is None:
+                path.unlink()
+            else:
+                _places.unlink(root, path)
         except FileNotFoundError:
             return
         except OSError as err:
@@ -304,10 +308,10 @@ def _dream_inputs(erasure: Erasure) -> None:
         for path, _info in list(_places.walk(scratch / "runs")):
             name = path.name
             if name == f"{prefix}.md" or name.startswith(f"{prefix}+"):
-                erasure.remove_file("dream run file", path)
+                erasure.remove_file("dream run file", path, scratch)
                 read = True
         for path, _info in list(_places.walk(scratch / "dream")):
-            read = _filter_records(erasure, path) or read
+            read = _filter_records(erasure, path, scratch) or read
         if read:
             erasure.remaining.append(
                 Place(
@@ -324,21 +328,23 @@ def _dream_inputs(erasure: Erasure) -> None:
         erasure.remove_file("runs a dream handed back", target / "released" / f"{tree}.json")
     for path, _info in list(_places.walk(books)):
         if path.parent.name == "released" or path.name == "runs.json":
-            _filter_records(erasure, path)
+            _filter_records(erasure, path, books)
 
 
-def _filter_records(erasure: Erasure, path: Path) -> bool:
-    """Drop the tree's runs from one JSON record, list or JSONL file; whether it had any."""
+def _filter_records(erasure: Erasure, path: Path, root: Path) -> bool:
+    """Drop the tree's runs from one JSON record, list or JSONL file under ``root``
+    (read and rewritten by descriptor); whether it had any."""
     tree = erasure.tree_id
     try:
-        data = path.read_bytes()
+        data = _places.read_at(root, path)
     except OSError:
         return False
-    if tree.encode() not in data:
+    if data is None or tree.encode() not in data:
         return False
+    like = path.lstat()
     if path.suffix == ".jsonl":
         kept = [line for line in data.splitlines() if not _mentions(line, tree)]
-        _places.rewrite(path, b"".join(line + b"\n" for line in kept), path.stat().st_mode)
+        _places.rewrite(root, path, b"".join(line + b"\n" for line in kept), like)
         erasure.removed.append(Place(what="dream records of the tree", path=erasure.rel(path)))
         return True
     try:
@@ -346,12 +352,12 @@ def _filter_records(erasure: Erasure, path: Path) -> bool:
     except ValueError:
         return False
     if isinstance(value, dict) and in_tree(value.get("workflow_id"), tree):
-        erasure.remove_file("dream record", path)
+        erasure.remove_file("dream record", path, root)
         return True
     if isinstance(value, list):
         kept_items = [item for item in value if not _item_in_tree(item, tree)]
         if len(kept_items) != len(value):
-            _places.rewrite(path, json.dumps(kept_items).encode(), path.stat().st_mode)
+            _places.rewrite(root, path, json.dumps(kept_items).encode(), like)
             erasure.removed.append(Place(what="dream run list entries", path=erasure.rel(path)))
             return True
     return False

@@ -20,8 +20,8 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -86,20 +86,70 @@ def size(root: Path) -> tuple[int, int]:
     return files, total
 
 
-def rewrite(path: Path, data: bytes, mode: int) -> None:
-    """Replace ``path`` by ``data`` atomically (same folder, same mode)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".lw-scrub-", suffix=".tmp")
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_parent(root: Path, path: Path) -> int:
+    """A descriptor of ``path``'s folder, reached from ``root`` one name at a time with
+    links refused: an agent that swaps a folder of its scratch for a link while this
+    runs cannot point a read or a rewrite outside ``root``."""
+    fd = os.open(root, _DIR & ~os.O_NOFOLLOW)
     try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, stat.S_IMODE(mode))
-        os.replace(tmp, path)
+        for part in path.relative_to(root).parts[:-1]:
+            child = os.open(part, _DIR, dir_fd=fd)
+            os.close(fd)
+            fd = child
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        os.close(fd)
         raise
+    return fd
+
+
+def read_at(root: Path, path: Path, limit: int = MAX_SCRUB_BYTES) -> bytes | None:
+    """``path``'s bytes (``None``: not a regular file any more, or over ``limit``)."""
+    folder = open_parent(root, path)
+    try:
+        fd = os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+    finally:
+        os.close(folder)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        return handle.read(limit + 1)
+
+
+def rewrite(root: Path, path: Path, data: bytes, like: os.stat_result) -> None:
+    """Replace ``path`` by ``data`` atomically (a temporary file in its folder renamed
+    over it, with the mode and owner of ``like``, the file it replaces), through the
+    folder's descriptor."""
+    folder = open_parent(root, path)
+    tmp = f".lw-scrub-{secrets.token_hex(8)}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=folder)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                if os.geteuid() == 0:  # an agent's file stays the agent's
+                    os.fchown(out.fileno(), like.st_uid, like.st_gid)
+                os.fchmod(out.fileno(), stat.S_IMODE(like.st_mode))
+                os.fsync(out.fileno())
+            os.replace(tmp, path.name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=folder)
+            raise
+    finally:
+        os.close(folder)
+
+
+def unlink(root: Path, path: Path) -> None:
+    folder = open_parent(root, path)
+    try:
+        os.unlink(path.name, dir_fd=folder)
+    finally:
+        os.close(folder)
 
 
 class Scrubber:
@@ -136,22 +186,22 @@ class Scrubber:
         _strings(value, visit)
         return found
 
-    def scrub(self, path: Path, info: os.stat_result) -> bool | None:
-        """Scrub one file: ``True`` changed, ``False`` did not hold it, ``None`` holds it
-        but could not be changed (too large, or unreadable)."""
+    def scrub(self, root: Path, path: Path, info: os.stat_result) -> bool | None:
+        """Scrub one file under ``root``: ``True`` changed, ``False`` did not hold it,
+        ``None`` holds it but could not be changed (too large, or unreadable)."""
         if info.st_size > MAX_SCRUB_BYTES:
             return None
         try:
-            data = path.read_bytes()
+            data = read_at(root, path)
         except OSError:
             return None
-        if not self.holds(data):
-            return False
+        if data is None or not self.holds(data):
+            return False if data is not None else None
         clean = self._clean(path, data)
         if clean == data:
             return None
         try:
-            rewrite(path, clean, info.st_mode)
+            rewrite(root, path, clean, info)
         except OSError:
             return None
         return True

@@ -70,7 +70,7 @@ def reach(
     say("scrubbing the runs' conversations, scratch and dream bookkeeping")
     for what, root in _run_places(layout):
         for path, info in _places.walk(root):
-            outcome = scrubber.scrub(path, info)
+            outcome = scrubber.scrub(root, path, info)
             if outcome is None:
                 found.remaining.append(
                     Place(what=what, path=_rel(layout, path), note="holds it; could not scrub")
@@ -191,6 +191,7 @@ def _sweep(
 ) -> None:
     roots = [layout.root] if layout.local_root == layout.root else [layout.root, layout.local_root]
     keys = layout.state / "keys"
+    scrubbed = [root for _, root in _run_places(layout)]  # read once already, by descriptor
     count = 0
     for root in roots:
         for path, info in _places.walk(root):
@@ -198,6 +199,8 @@ def _sweep(
             if count % _PROGRESS_EVERY == 0:
                 say(f"  {count} files swept")
             if path in found.seen or path.is_relative_to(keys):
+                continue
+            if any(path.is_relative_to(r) for r in scrubbed):
                 continue
             if info.st_size > _places.MAX_SCRUB_BYTES:
                 continue
