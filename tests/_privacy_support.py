@@ -12,6 +12,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
@@ -180,22 +181,26 @@ async def shown_payloads(
     )  # fmt: skip
     out, err = await asyncio.wait_for(process.communicate(), 120)
     assert process.returncode == 0, err.decode()
-    found: list[tuple[str, bytes]] = []
+    return [
+        (base64.b64decode(p["metadata"]["encoding"]).decode(), base64.b64decode(p.get("data", "")))
+        for p in payloads_in(json.loads(out))
+    ]
 
-    def visit(value: object) -> None:
-        if isinstance(value, dict):
-            metadata = value.get("metadata")
+
+def payloads_in(value: object) -> list[dict[str, Any]]:
+    """Every payload (a dict with ``metadata.encoding``) in proto3 JSON."""
+    found: list[dict[str, Any]] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            metadata = item.get("metadata")
             if isinstance(metadata, dict) and "encoding" in metadata:
-                encoding = base64.b64decode(metadata["encoding"]).decode()
-                found.append((encoding, base64.b64decode(value.get("data", ""))))
-                return
-            for item in value.values():
-                visit(item)
-        elif isinstance(value, list):
-            for item in value:
-                visit(item)
-
-    visit(json.loads(out))
+                found.append(item)
+            else:
+                stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
     return found
 
 

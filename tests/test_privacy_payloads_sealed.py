@@ -21,27 +21,15 @@ from lw_temporal.options import PrivacyOptions
 
 from ._cli_support import cli
 from ._hierarchy_support import lw_worker
-from ._privacy_support import PLANTED, planting_model, secret_definition
+from ._privacy_support import PLANTED, payloads_in, planting_model, secret_definition
 
 
 def _payload_metadata(history: WorkflowHistory) -> list[dict[str, bytes]]:
     """The metadata of every payload in the history's events."""
     found: list[dict[str, bytes]] = []
-
-    def visit(value: object) -> None:
-        if isinstance(value, dict):
-            metadata = value.get("metadata")
-            if isinstance(metadata, dict) and "encoding" in metadata:
-                found.append({k: base64.b64decode(v) for k, v in metadata.items()})
-                return
-            for item in value.values():
-                visit(item)
-        elif isinstance(value, list):
-            for item in value:
-                visit(item)
-
     for event in history.events:
-        visit(json_format.MessageToDict(event))
+        for payload in payloads_in(json_format.MessageToDict(event)):
+            found.append({k: base64.b64decode(v) for k, v in payload["metadata"].items()})
     return found
 
 

@@ -34,7 +34,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from .._dreaming._runfile import run_file_name
 from .._ids import AgentId, DataLayout, InvalidWorkflowId, parse_workflow_id
 from .._memory import MemoryStores
-from .._retention._gc import discard_folder
+from .._retention._gc import discard_folder, tree_size
 from . import _places
 from ._keys import KeyStore
 from ._records import FORGET_AUDIT, MAX_LISTED, ForgetReport, MemoryMode, Place
@@ -78,7 +78,7 @@ class Erasure:
     def remove_folder(self, what: str, path: Path) -> None:
         if not path.exists():
             return
-        files, size = _places.size(path)
+        files, size, _ = tree_size(path)
         try:
             discard_folder(path, self.layout)
         except OSError as err:

@@ -77,15 +77,6 @@ def walk(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
                     yield Path(entry.path), info
 
 
-def size(root: Path) -> tuple[int, int]:
-    """Files and bytes under ``root``."""
-    files = total = 0
-    for _, info in walk(root):
-        files += 1
-        total += info.st_size
-    return files, total
-
-
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 

@@ -53,7 +53,7 @@ def scratch_dirs(layout: DataLayout) -> Iterator[tuple[AgentId, Path]]:
                 stack.append(path)
 
 
-def _size(path: Path) -> tuple[int, int, float]:
+def tree_size(path: Path) -> tuple[int, int, float]:
     """Files, bytes and the newest modification time in a tree (links not followed;
     iterative, so a command's 1,200-deep folders cannot stop the collection)."""
     files = total = 0
@@ -190,7 +190,7 @@ class _Judge:
         if (own is not None and own[0]) or any(a is not None and a[0] for a in ancestors):
             self.running += what == "scratch"
             return None
-        files, size, newest = await asyncio.to_thread(_size, folder)
+        files, size, newest = await asyncio.to_thread(tree_size, folder)
         if own is not None:
             closed = own[1]
             why = f"closed {closed.isoformat()}" if closed is not None else "closed"
