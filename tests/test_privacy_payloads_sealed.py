@@ -21,7 +21,13 @@ from lw_temporal.options import PrivacyOptions
 
 from ._cli_support import cli
 from ._hierarchy_support import lw_worker
-from ._privacy_support import PLANTED, payloads_in, planting_model, secret_definition
+from ._privacy_support import (
+    PLANTED,
+    codec_server,
+    payloads_in,
+    planting_model,
+    secret_definition,
+)
 
 
 def _payload_metadata(history: WorkflowHistory) -> list[dict[str, bytes]]:
@@ -75,6 +81,29 @@ async def test_the_server_holds_no_byte_of_a_runs_text(
         assert code == 0, err
         assert f"{run}  planner {definition.id}  finished  3 turns" in out
         assert f"reviewed {PLANTED}" in out
+
+        # Through a codec server instead of the key store: a run started by the CLI has
+        # its task sealed under its own tree's key, and its tree is shown whole.
+        async with codec_server(data_dir) as (url, token):
+            remote = ("--codec-endpoint", url, "--codec-auth", f"Bearer {token}")
+            code, out, err = await cli(
+                dev_env, "run", definition.id, f"review {PLANTED}", "--id", "remote",
+                "--task-queue", task_queue, *remote,
+            )  # fmt: skip
+            assert code == 0, out + err
+            assert f"run_{definition.id}@remote finished in " in out and err == ""
+            started = (
+                (
+                    await dev_env.client.get_workflow_handle(
+                        f"run_{definition.id}@remote"
+                    ).fetch_history()
+                )
+                .events[0]
+                .workflow_execution_started_event_attributes.input.payloads[0]
+            )
+            assert started.metadata[KEY_ID_FIELD] == f"run_{definition.id}@remote".encode()
+            code, out, err = await cli(dev_env, "status", run, *remote)
+            assert code == 0 and f"reviewed {PLANTED}" in out, out + err
 
 
 async def test_encryption_is_off_only_by_explicit_choice(
