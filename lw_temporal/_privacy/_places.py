@@ -189,8 +189,8 @@ class Scrubber:
         if data is None or not self.holds(data):
             return False if data is not None else None
         clean = self._clean(path, data)
-        if clean == data:
-            return None
+        if clean == data or self.holds(clean):
+            return None  # reported as holding it, never claimed clean
         try:
             rewrite(root, path, clean, info)
         except OSError:
