@@ -138,3 +138,27 @@ class Keyless(PayloadCodec):
                     f"or --codec-endpoint URL --codec-auth 'Bearer <token>')"
                 )
         return list(payloads)
+
+
+def add_worker_privacy(parser: argparse.ArgumentParser) -> None:
+    """``lw-temporal worker``'s payload options: the key store, or the explicit choice
+    to store payloads readable."""
+    group = parser.add_argument_group("payloads", "sealed per run tree by default (README)")
+    add_key_store(group)
+    group.add_argument(
+        "--plaintext-payloads",
+        action="store_true",
+        help="store workflow and activity payloads readable in Temporal (no encryption)",
+    )
+
+
+def worker_privacy(args: argparse.Namespace) -> Any:
+    """The ``PrivacyOptions`` of ``lw-temporal worker``'s arguments."""
+    from .._options import PrivacyOptions
+
+    if args.plaintext_payloads:
+        return PrivacyOptions(encrypt=False)
+    root = args.memory_root or args.data_dir
+    if args.key_store is None or root is None:
+        return PrivacyOptions()
+    return PrivacyOptions(key_store=key_store(args, root))
