@@ -9,10 +9,12 @@ model) so that nothing of it travels in workflow inputs.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
@@ -35,7 +37,8 @@ from ._options import (
     OrchestratorOptions,
     PrivacyOptions,
 )
-from ._privacy import EncryptionCodec, KeyRing, default_key_store, with_codec
+from ._privacy import EncryptionCodec, FileKeyStore, KeyRing, default_key_store, with_codec
+from ._privacy._registry import register
 from ._retention import RetentionActivities, ScratchRetentionWorkflow
 from ._telemetry._interceptor import telemetry_interceptors
 from ._topology import host_queue
@@ -207,10 +210,28 @@ class LittleWorkflowPlugin(SimplePlugin):
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         config = super().configure_worker(config)
+        client = config.get("client")
+        if client is not None:
+            self._register_keys(client, config.get("task_queue", ""))
         if self._is_host_queue(config.get("task_queue", "")):
             # The host queue carries activities only; workflows run anywhere.
             config["workflows"] = []
         return config
+
+    def _register_keys(self, client: Client, task_queue: str) -> None:
+        """Say on this host which key store serves the worker's namespace, so a
+        ``lw-temporal`` command run here by a user who can read the keys finds them
+        (:mod:`._privacy._registry`); done as the worker is built, so before it says
+        it is ready; a problem is a warning, never a failed start."""
+        store = None if self.codec is None else self.codec.ring.store
+        if not isinstance(store, FileKeyStore) or self._is_host_queue(task_queue):
+            return
+        target = client.service_client.config.target_host
+        for problem in register(target, client.namespace, task_queue, store):
+            logging.getLogger(__name__).warning(
+                "lw-temporal commands on this host will not find this worker's keys: %s",
+                problem,
+            )
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         """Check the roots before polling; a pinned worker also serves its host queue

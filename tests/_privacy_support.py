@@ -85,6 +85,16 @@ def planting_model(definition: str) -> ScriptedModel:
     )
 
 
+#: What an ``lw-temporal worker`` process serves in the tests of keys found on the
+#: worker's host: a definition id of their own (dreams find runs by definition on the
+#: session's one server).
+FOUND_DEFINITION = "keys-found"
+FOUND_DEFINITIONS = (
+    WorkflowDefinition(id=FOUND_DEFINITION, instructions="Review the person named."),
+)
+FOUND_MODEL = planting_model(FOUND_DEFINITION)
+
+
 async def run_pipeline(client: Client, task_queue: str, token: str) -> str:
     workflow_id = f"pipeline_{token}"
     await client.execute_workflow(

@@ -74,7 +74,7 @@ async def test_the_server_holds_no_byte_of_a_runs_text(
         with pytest.raises(KeyError, match="binary/encrypted"):
             await dev_env.client.get_workflow_handle(run).result()
         # The CLI without keys shows the tree's states only; with them, everything.
-        code, out, err = await cli(dev_env, "status", run)
+        code, out, err = await cli(dev_env, "status", run, "--no-keys")
         assert code == 0, err
         assert out.splitlines()[-1] == f"{run}  finished"
         code, out, err = await cli(dev_env, "status", run, "--data-dir", str(data_dir))

@@ -5,9 +5,11 @@ run, queries a tree or reviews a dream needs the same keys: from the key store o
 workers' data dir (``--data-dir``, or ``LW_DATA_DIR``; the memory root when memory and
 runs are apart), from a ``--key-store module:attr`` the deployment wrote, or from a
 codec server (``--codec-endpoint`` and ``--codec-auth``, or the Temporal CLI's own
-``TEMPORAL_CODEC_ENDPOINT`` and ``TEMPORAL_CODEC_AUTH``). Without any, the command
-still runs: what it sends is not sealed (it says so once, on stderr) and what it cannot
-open it reports as sealed.
+``TEMPORAL_CODEC_ENDPOINT`` and ``TEMPORAL_CODEC_AUTH``). Given none of these, it finds
+the key stores that this host's workers registered for its ``--address`` and namespace
+and that its user can read (:mod:`.._privacy._registry`). Without any keys
+(``--no-keys`` to insist), the command still runs: what it sends is not sealed, what it
+cannot open it reports as sealed, and it says so once, on stderr, with how to give keys.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from .._privacy import (
     sealed_by,
     with_codec,
 )
+from .._privacy._registry import DiscoveredKeyStore, lookup
 from .._privacy._remote import RemoteCodec
 from ._common import load_object
 
@@ -66,6 +69,12 @@ def add_keys(parser: argparse.ArgumentParser) -> None:
         help=f"the Authorization header for --codec-endpoint, e.g. 'Bearer <token>' "
         f"(default: ${AUTH_VARIABLE})",
     )
+    group.add_argument(
+        "--no-keys",
+        action="store_true",
+        help="use no keys, not even those this host's workers registered: send payloads "
+        "unencrypted and show only what is not sealed",
+    )
 
 
 def add_key_store(parser: Any) -> None:
@@ -94,14 +103,25 @@ def client_codec(args: argparse.Namespace) -> PayloadCodec:
     """The codec a client command uses (see the module docstring)."""
     data_dir = getattr(args, "data_dir", None) or os.environ.get(DATA_DIR_VARIABLE)
     endpoint = getattr(args, "codec_endpoint", None) or os.environ.get(ENDPOINT_VARIABLE)
+    namespace = getattr(args, "namespace", "default")
+    if getattr(args, "no_keys", False):
+        return Keyless(quiet=True)
     if data_dir:
         if not Path(data_dir).is_dir():
             raise SystemExit(f"lw-temporal: data dir {data_dir} does not exist")
         return EncryptionCodec(KeyRing(key_store(args, data_dir)))
     if endpoint:
         auth = getattr(args, "codec_auth", None) or os.environ.get(AUTH_VARIABLE)
-        return RemoteCodec(endpoint, auth=auth, namespace=getattr(args, "namespace", "default"))
-    return Keyless()
+        return RemoteCodec(endpoint, auth=auth, namespace=namespace)
+    address = getattr(args, "address", "localhost:7233")
+    where = f"{address} namespace {namespace}"
+    candidates = lookup(address, namespace)
+    if candidates:
+        store = DiscoveredKeyStore(
+            candidates, where=where, task_queue=getattr(args, "task_queue", None)
+        )
+        return EncryptionCodec(KeyRing(store))
+    return Keyless(where=where)
 
 
 def client_converter(args: argparse.Namespace) -> DataConverter:
@@ -115,23 +135,36 @@ _warned = False
 
 @dataclass(frozen=True)
 class Keyless(PayloadCodec):
-    """A client without keys: sends payloads as they are (saying so once) and refuses,
-    naming the fix, a sealed one."""
+    """A client without keys: sends payloads as they are and refuses, naming the fix, a
+    sealed one; the first time it does either it says so on stderr (unless ``quiet``:
+    ``--no-keys`` asked for this)."""
+
+    where: str = ""
+    quiet: bool = False
+
+    def _warn(self) -> None:
+        global _warned
+        if self.quiet or _warned:
+            return
+        _warned = True
+        print(
+            f"lw-temporal: no payload keys for {self.where} (none of this host's workers "
+            "registered a key store this user can read): sealed payloads are not shown and "
+            "what this command sends is not encrypted; give --data-dir DIR (or "
+            f"${DATA_DIR_VARIABLE}) or --codec-endpoint URL --codec-auth 'Bearer <token>', "
+            "or run as the workers' user",
+            file=sys.stderr,
+        )
 
     async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        global _warned
-        if payloads and not _warned:
-            _warned = True
-            print(
-                "lw-temporal: no payload keys (give --data-dir, or --codec-endpoint): what "
-                "this command sends is not encrypted, and sealed payloads cannot be shown",
-                file=sys.stderr,
-            )
+        if payloads:
+            self._warn()
         return list(payloads)
 
     async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
         for payload in payloads:
             if payload.metadata.get("encoding") == ENCODING:
+                self._warn()
                 raise PayloadSealed(
                     f"payload sealed with the key of run tree {sealed_by(payload)!r}: give "
                     f"this command the workers' keys (--data-dir DIR or ${DATA_DIR_VARIABLE}, "

@@ -25,7 +25,8 @@ from .._live import (
     one_line,
     report_failures,
 )
-from .._privacy import PayloadSealed
+from .._privacy import KeyShredded, PayloadSealed
+from .._privacy._registry import AmbiguousKeyStore
 from .._workflows import AgentInput, AgentResult
 from ._common import Commands, add_connection, connect, then_exit
 from ._keys import add_keys
@@ -112,13 +113,16 @@ async def run_command(args: argparse.Namespace) -> int:
     client = await connect(args)
     screen = Screen()
     print(f"starting {agent_id.workflow_type} {workflow_id} on task queue {args.task_queue}")
-    handle = await traced(client, args).start_workflow(
-        agent_id.workflow_type,
-        AgentInput(task=task),
-        id=workflow_id,
-        task_queue=args.task_queue,
-        result_type=AgentResult,
-    )
+    try:
+        handle = await traced(client, args).start_workflow(
+            agent_id.workflow_type,
+            AgentInput(task=task),
+            id=workflow_id,
+            task_queue=args.task_queue,
+            result_type=AgentResult,
+        )
+    except (AmbiguousKeyStore, KeyShredded) as err:  # no key to seal the task with
+        raise SystemExit(f"lw-temporal run: {err}") from None
     done = asyncio.Event()
     watcher = asyncio.create_task(follow(client, workflow_id, screen, done))
     result: AgentResult | None = None

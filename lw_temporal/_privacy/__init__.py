@@ -1,12 +1,13 @@
 """Privacy: payloads encrypted per run tree, and erasure of what a run left.
 
 Modules by concern: ``_keys`` (key ids per tree, the key-store interface and its file
-store), ``_codec`` (the payload codec), ``_remote`` (a codec served over HTTP, for a
-client without the key store), ``_server`` (the codec server Temporal's UI and CLI
-call), ``_places`` (where the agents' runs leave text outside memory: conversations,
-dream bookkeeping, run scratch; read and rewritten by descriptor), ``_forget`` and
-``_forget_memory`` (erasing a run tree), ``_reach`` (a redaction's reach beyond the
-memory file), ``_records`` (what those two report).
+store), ``_codec`` (the payload codec), ``_registry`` (which key store serves which server
+and namespace on this host, for a client command given no keys), ``_remote`` (a codec
+served over HTTP, for a client without the key store), ``_server`` (the codec server
+Temporal's UI and CLI call), ``_places`` (where the agents' runs leave text outside
+memory: conversations, dream bookkeeping, run scratch; read and rewritten by
+descriptor), ``_forget`` and ``_forget_memory`` (erasing a run tree), ``_reach`` (a
+redaction's reach beyond the memory file), ``_records`` (what those two report).
 """
 
 from __future__ import annotations

@@ -111,6 +111,11 @@ class FileKeyStore(KeyStore):
     def _tomb(self, key_id: str) -> Path:
         return self.folder / f"{check_key_id(key_id)}.shredded"
 
+    def ready(self) -> None:
+        """The folder, made (0700) when missing."""
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.folder, 0o700)
+
     async def get(self, key_id: str) -> bytes | None:
         return self.read(key_id)
 
@@ -131,11 +136,13 @@ class FileKeyStore(KeyStore):
             return existing
         if self._tomb(key_id).exists():
             raise KeyShredded(key_id)
-        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(self.folder, 0o700)
+        self.ready()
+        owner = _owner(self.folder)
         tmp = self.folder / f".{key_id}.{secrets.token_hex(8)}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
+            if owner is not None:
+                os.fchown(fd, *owner)
             with os.fdopen(fd, "wb") as out:
                 out.write(secrets.token_bytes(KEY_BYTES))
                 out.flush()
@@ -178,6 +185,16 @@ class FileKeyStore(KeyStore):
 
     async def shredded(self, key_id: str) -> bool:
         return self._tomb(key_id).exists()
+
+
+def _owner(folder: Path) -> tuple[int, int] | None:
+    """Whom a key made in ``folder`` must belong to, when that is not this process:
+    root starting a run (``lw-temporal run`` as root) for workers running as another
+    user, who must still read the key. ``None`` when the key is this process's own."""
+    if os.geteuid() != 0:
+        return None
+    info = os.stat(folder)
+    return None if info.st_uid == 0 else (info.st_uid, info.st_gid)
 
 
 def _fsync_dir(folder: Path) -> None:
