@@ -53,6 +53,8 @@ HOST_CLAIMS = Path("/run/lw-temporal/ids")
 #: A lease counts as live until this long after its end (clocks of workers sharing a
 #: runs root differ a little; a renewal this close to the end is a grant).
 _MARGIN = 60.0
+#: Leases a worker remembers before it forgets those that have ended.
+_HELD_MAX = 8192
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -186,6 +188,9 @@ class IdentityPool:
             if number is None:
                 with self._host():
                     number = self._grant(key, folder, kind, ends)
+            if len(self._held) >= _HELD_MAX:  # forget what has ended
+                now = time.time()
+                self._held = {k: v for k, v in self._held.items() if v[1] > now}
             self._held[key] = (number, ends)
             return number
 
