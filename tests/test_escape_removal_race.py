@@ -101,9 +101,9 @@ async def test_the_quota_trim_raced_by_the_same_agent_removes_nothing_older(
     plugin = LittleWorkflowPlugin(
         data_dir, [WorkflowDefinition(id="cr")], sandbox=backend, bash=BashOptions(limits=LIMITS)
     )
-    writer = (
-        "for top in a b; do for d in 1 2 3; do mkdir -p new/$top/l$d; "
-        "(cd new/$top/l$d && seq -f f%g 400 | xargs touch); done; done; echo wrote"
+    writer = (  # new/b alone is past the quota; new/a is what the mover moves
+        "mkdir -p new/a/l1 new/b; (cd new/a/l1 && seq -f f%g 300 | xargs touch); "
+        "(cd new/b && seq -f f%g 2000 | xargs touch); echo wrote"
     )
     mover = (
         "for i in $(seq 3000); do mv new/a old/a 2>/dev/null; mv old/a new/a 2>/dev/null; "

@@ -194,11 +194,6 @@ class IdentityPool:
             self._held[key] = (number, ends)
             return number
 
-    def holder(self, number: int) -> str | None:
-        """The key ``number`` is leased to (ended or not), if any."""
-        record = _Record.read(self._lease_path(number))
-        return None if record is None else record.key
-
     # -- the table ----------------------------------------------------------------------
     def _lease_path(self, number: int) -> Path:
         return self.dir / "leases" / f"{number}.json"

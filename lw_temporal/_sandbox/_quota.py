@@ -12,7 +12,11 @@ so the quota is kept in three steps, each sound on its own terms:
 * when it has ended (nothing of it is left running), the folders are measured once
   more and what the command added past the quota is removed: the largest files it
   wrote (changed at or after its start, by the kernel's ``ctime``, which a command
-  cannot set back), then the newest folders, until the folder is under its quota.
+  cannot set back), then the newest folders, until the folder is under its quota. A
+  folder is removed whole only when nothing in it is older than the command (a folder
+  holding older files has a new ``ctime`` too once anything in it changed), and every
+  removal goes by descriptor and inode (:mod:`._tree`), so a command of the same agent
+  renaming folders meanwhile cannot steer it to anything older.
 
 What it does not give: a quota across commands that run at the same time in the same
 folder (each sees the other's bytes, so together they stay within roughly one quota
@@ -121,16 +125,27 @@ def trim(quota: FolderQuota, since_ns: int) -> tuple[int, int]:
 
 
 def _trim_pass(quota: FolderQuota, since_ns: int) -> tuple[int, int]:
-    # Each new entry's topmost new ancestor (itself when its folder is old), and what
-    # each such top holds (entries, bytes): removing a top removes all of that.
-    top_of: dict[tuple[str, ...], tuple[str, ...]] = {}
-    held: dict[tuple[str, ...], list[int]] = {}
-    idents: dict[tuple[str, ...], Ident] = {}
+    found = list(_walk(quota.folder, max(4 * quota.max_entries, 200_000)))
     used = entries = 0
-    for names, info in _walk(quota.folder, max(4 * quota.max_entries, 200_000)):
+    # Folders holding something older than the command: changed since (a folder's
+    # change time moves with every entry made, removed or renamed in it) but never
+    # removed whole, only what is new inside them.
+    older: set[tuple[str, ...]] = set()
+    for names, info in found:
         entries += 1
         used += info.st_blocks * 512
         if info.st_ctime_ns < since_ns:
+            parent = names[:-1]
+            while parent and parent not in older:
+                older.add(parent)
+                parent = parent[:-1]
+    # Each new entry's topmost wholly new ancestor (itself when its folder is not),
+    # and what each such top holds (entries, bytes): removing a top removes all that.
+    top_of: dict[tuple[str, ...], tuple[str, ...]] = {}
+    held: dict[tuple[str, ...], list[int]] = {}
+    idents: dict[tuple[str, ...], Ident] = {}
+    for names, info in found:
+        if info.st_ctime_ns < since_ns or names in older:
             continue
         top = top_of.get(names[:-1], names)
         if top == names:

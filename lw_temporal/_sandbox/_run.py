@@ -216,45 +216,47 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
     if launch.payload:
         with contextlib.suppress(OSError):
             fcntl.fcntl(start.args_write, fcntl.F_SETPIPE_SZ, max(len(launch.payload), 4096))
-    # The launcher waits for its options; it gets them as soon as it may go on (its
-    # rlimits set and, on cgroup v2, moved into its cgroup, which takes root), before
-    # this thread restores its own ids and cgroups, which the launcher need not wait for.
+    # The launcher waits for its options; it gets them as soon as it may go on: its
+    # rlimits set (as its own user) and, on cgroup v2, moved into its cgroup (as root).
     moved_later = start.cgroup is not None and start.cgroup.moves_launcher
     proc: subprocess.Popen[bytes] | None = None
     try:
-        with contextlib.ExitStack() as inside:
-            if start.cgroup is not None:
-                inside.enter_context(start.cgroup.born_inside())
-            try:
-                with thread_as(launch.user):
-                    with reaper().launching() as launchers:
-                        proc = subprocess.Popen(
-                            launch.argv,
-                            stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE,
-                            env=launch.env,
-                            cwd=launch.cwd,
-                            start_new_session=True,
-                            close_fds=True,
-                            pass_fds=(
-                                start.args_read,
-                                *((start.report_write,) if launch.reports else ()),
-                                *launch.fds,
-                            ),
-                            preexec_fn=preexec,
-                        )
-                        launchers.add(proc.pid)
-                    for overlay in launch.overlays:  # mounted, and nothing of it ran yet
-                        mark_started(os.path.dirname(overlay[1]))
-                    if launch.gated:  # as the launcher's user: no privilege needed
-                        _gate(proc, start.limits)
-                    if not moved_later:
-                        _let_go(proc, launch, start)
-            finally:
-                for fd in launch.fds:
-                    os.close(fd)
-        if moved_later:
+        try:
+            # Only the fork happens inside the command's cgroups: on cgroup v1 this
+            # thread's memory cgroup is the whole worker's while it is there (the
+            # kernel charges a process by its first thread), so it goes home at once.
+            with contextlib.ExitStack() as inside:
+                if start.cgroup is not None:
+                    inside.enter_context(start.cgroup.born_inside())
+                with thread_as(launch.user), reaper().launching() as launchers:
+                    proc = subprocess.Popen(
+                        launch.argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        env=launch.env,
+                        cwd=launch.cwd,
+                        start_new_session=True,
+                        close_fds=True,
+                        pass_fds=(
+                            start.args_read,
+                            *((start.report_write,) if launch.reports else ()),
+                            *launch.fds,
+                        ),
+                        preexec_fn=preexec,
+                    )
+                    launchers.add(proc.pid)
+        finally:
+            for fd in launch.fds:
+                os.close(fd)
+        for overlay in launch.overlays:  # mounted, and nothing of it ran yet
+            mark_started(os.path.dirname(overlay[1]))
+        if launch.gated:
+            with thread_as(launch.user):  # as the launcher's user: no privilege needed
+                _gate(proc, start.limits)
+                if not moved_later:
+                    _let_go(proc, launch, start)
+        if moved_later or not launch.gated:
             _let_go(proc, launch, start)
     except BaseException:
         if proc is not None:
