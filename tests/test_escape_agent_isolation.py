@@ -297,3 +297,63 @@ def test_a_reused_number_first_takes_the_old_scratch_back(tmp_path: Path) -> Non
     pool.lease("run:b", new, "run", time.time() + 600)
     with pytest.raises(PoolExhausted):
         other.lease("run:c", tmp_path / "c", "run", time.time())
+
+
+#: Takes every inotify instance the kernel gives one uid (``max_user_instances``) and
+#: holds them until the file ``stop`` appears.
+_INOTIFY_HOG = """
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+held = []
+while len(held) < 100000:
+    fd = libc.inotify_init1(0)
+    if fd < 0:
+        break
+    held.append(fd)
+print("held", len(held), ctypes.get_errno(), flush=True)
+while not os.path.exists("stop"):
+    time.sleep(0.05)
+"""
+_INOTIFY_ONE = (
+    "import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
+    "print('mine' if libc.inotify_init1(0) >= 0 else ctypes.get_errno())"
+)
+
+
+@root_only
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_one_agent_out_of_inotify_instances_leaves_others_theirs(
+    dev_env: WorkflowEnvironment, data_dir: Path, backend: str
+) -> None:
+    plugin = _plugin(data_dir, backend)
+    async with bash_worker(dev_env, plugin) as bash:
+        await _leased(bash, plugin, STEP_1, STEP_2)
+        hog = asyncio.ensure_future(
+            bash.one(STEP_1, f"python3 -c {shell_quote(_INOTIFY_HOG)}", timeout_seconds=60)
+        )
+        own = _scratch(plugin, STEP_1)
+        await _until(lambda: _holds_inotify(_owner(own)) or hog.done())
+        other = await bash.one(STEP_2, f"python3 -c {shell_quote(_INOTIFY_ONE)}")
+        _touch(own / "stop")
+        held = await hog
+    assert "held" in held.stdout, held
+    assert other.stdout == "mine\n", (other, held.stdout)
+
+
+def _holds_inotify(uid: int) -> bool:
+    """Whether processes of ``uid`` hold the kernel's whole per-uid inotify allowance."""
+    limit = int(Path("/proc/sys/fs/inotify/max_user_instances").read_text())
+    count = 0
+    for pid in _processes_of(uid):
+        try:
+            count += sum(
+                os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:inotify"
+                for fd in os.listdir(f"/proc/{pid}/fd")
+            )
+        except OSError:
+            continue
+    return count >= limit
+
+
+def _touch(path: Path) -> None:
+    path.touch()

@@ -27,6 +27,7 @@ import functools
 import itertools
 import logging
 import os
+import re
 import signal
 import threading
 import time
@@ -87,6 +88,9 @@ class CgroupSupport:
         try:
             for hierarchy in self.hierarchies:
                 path = parent(hierarchy, total) / name
+                if not path.parent.is_dir():  # removed behind this worker's back
+                    parent.cache_clear()
+                    path = parent(hierarchy, total) / name
                 path.mkdir()
                 try:
                     folders.append(_Folder.open(hierarchy, path))
@@ -475,7 +479,7 @@ def _inside(point: Path, mount_root: str, rel: str) -> Path:
 def command_cgroups() -> CgroupSupport:
     """What this worker can give each command (probed once per process)."""
     own = _own_cgroups()
-    tag = f"lw-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    tag = f"lw-{os.getpid()}-{uuid.uuid4().hex[:6]}n{_pid_namespace()}"
     hierarchies: list[_Hierarchy] = []
     mounts = _mounts()
     for fstype, point, options in mounts:
@@ -533,6 +537,15 @@ def _v2_controllers(folder: Path) -> frozenset[str]:
     return frozenset(enabled & {"memory", "pids"})
 
 
+@functools.cache
+def _pid_namespace() -> int:
+    """This process's pid namespace (its inode): a pid means something only in it."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
 def _sweep(folder: Path) -> None:
     """Remove the empty command cgroups of workers that are gone (and the pids
     folders earlier versions left). A cgroup with a process in it cannot be removed,
@@ -545,11 +558,15 @@ def _sweep(folder: Path) -> None:
     for entry in entries[:10_000]:
         if not entry.name.startswith("lw-") or not entry.is_dir(follow_symlinks=False):
             continue
-        # lw-<pid>-<tag> (command cgroups), lw-sandboxes-<pid>-<limit> (the spawner's)
+        # lw-<pid>-<tag>n<pid namespace>[-m<total>] (command cgroups and their parents),
+        # lw-sandboxes-<pid>-<limit> (the spawner's)
         parts = entry.name.split("-")
         pid = parts[2] if parts[1] == "sandboxes" and len(parts) > 2 else parts[1]
         if pid.isdigit() and Path(f"/proc/{pid}").exists():
             continue
+        namespace = re.search(r"n(\d+)", parts[2]) if len(parts) > 2 else None
+        if namespace is not None and namespace.group(1) != str(_pid_namespace()):
+            continue  # a worker of another pid namespace: its pid says nothing here
         base = Path(entry.path)
         with contextlib.suppress(OSError):
             for child in base.iterdir():
