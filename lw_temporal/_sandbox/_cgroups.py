@@ -12,11 +12,17 @@ forked nothing yet: every process of the command is born inside. Pages of its tm
 (``/tmp``, ``/dev/shm``) are charged there too. When the command ends, whatever is
 left in its cgroup is killed and the cgroup removed.
 
+All command cgroups of a worker lie under one parent (:func:`parent`) whose memory
+limit bounds all commands together, ``Limits.total_memory``: tmpfs pages (a command's
+``/tmp``, Landlock's ``TMPDIR``, memory staged in an overlay) are charged to the
+command that first wrote them and, once its cgroup is gone, to the parent, so staged
+memory counts until the worker removes it. The worker itself is not under it.
+
 Where no memory controller is writable (a container without a delegated cgroup),
 :func:`command_cgroups` says so and only the per-process rlimits apply (the README's
 guarantees table names both). The folders of a worker that died are swept by the
-next worker that starts (empty ones only: a cgroup holding a process cannot be
-removed).
+next worker of the same pid namespace that starts (empty ones only: a cgroup holding
+a process cannot be removed; and a pid says nothing in another namespace).
 """
 
 from __future__ import annotations
