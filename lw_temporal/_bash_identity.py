@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from ._ids import DREAMING_DEFINITION_ID, DataLayout
@@ -43,6 +44,20 @@ def _keys(scope: Scope) -> tuple[_Key, list[_Key]]:
     return own, others
 
 
+@dataclass(frozen=True, slots=True)
+class _Known:
+    """A scope's identity while the leases it holds last (until ``ends``)."""
+
+    user: SandboxUser
+    #: (folder, uid, gid) each command checks: the stores and scratch it reads.
+    owners: tuple[tuple[Path, int, int], ...]
+    ends: float
+
+
+#: Scopes whose identity a worker remembers.
+_KNOWN_MAX = 4096
+
+
 class CommandIdentities:
     """The per-agent identities of one worker's commands (see the module)."""
 
@@ -55,6 +70,7 @@ class CommandIdentities:
             ids = ids or default_ids()
             self.problem = unmapped(ids)
             self.pool = IdentityPool(local_state, ids)
+        self._known: dict[str, _Known] = {}
 
     @property
     def shared_gid(self) -> int | None:
@@ -65,9 +81,8 @@ class CommandIdentities:
         """Whether :meth:`user` must touch the lease table (run it in a thread)."""
         if self.pool is None:
             return False
-        until = time.time() + timeout
-        own, others = _keys(scope)
-        return any(self.pool.cached(key, until) is None for key, _, _ in (own, *others))
+        known = self._known.get(scope.workflow_id)
+        return known is None or known.ends < time.time() + timeout + self.pool.grace / 2
 
     def user(self, scope: Scope, timeout: float) -> SandboxUser | None:
         """The identity of a command of ``scope`` that may run ``timeout`` seconds,
@@ -76,8 +91,19 @@ class CommandIdentities:
         if pool is None:
             return None
         until = time.time() + timeout
+        known = self._known.get(scope.workflow_id)
+        if known is None or known.ends < until + pool.grace / 2:
+            known = self._known[scope.workflow_id] = self._lease(pool, scope, until)
+            if len(self._known) > _KNOWN_MAX:
+                del self._known[next(iter(self._known))]
+        for folder, uid, gid in known.owners:  # a store made since, say: one lstat each
+            ensure_folder(folder, uid, gid)
+        return known.user
+
+    def _lease(self, pool: IdentityPool, scope: Scope, until: float) -> _Known:
         own, others = _keys(scope)
         numbers: list[int] = []
+        owners: list[tuple[Path, int, int]] = []
         for key, folder, kind in (own, *others):
             number = pool.cached(key, until)
             if number is None:
@@ -86,11 +112,14 @@ class CommandIdentities:
                     self._passable(folder)
             numbers.append(number)
             if kind == "store":
-                ensure_folder(folder, 0, number)
+                owners.append((folder, 0, number))
             elif key != own[0]:
-                ensure_folder(folder, number, number)
+                owners.append((folder, number, number))
         mine = numbers[0]
-        return SandboxUser(mine, mine, (pool.shared, *numbers[1:]))
+        user = SandboxUser(mine, mine, (pool.shared, *numbers[1:]))
+        # Valid while every lease it holds is: the soonest to end decides.
+        ends = min(pool.held_until(key) for key, _, _ in (own, *others))
+        return _Known(user, tuple(owners), ends)
 
     def _passable(self, scratch: Path) -> None:
         """The run folders above a scratch (``runs/<id>/``, ``sub-runs/``...) may be

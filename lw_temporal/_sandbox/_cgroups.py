@@ -269,6 +269,14 @@ class CommandCgroup:
             if folder.hierarchy.version == 2:
                 (folder.path / "cgroup.procs").write_text(str(pid))
 
+    def prepare(self) -> None:
+        """Open the calling thread's own ``tasks`` files (as root, once per thread), so
+        that :meth:`born_inside` can go home under the launcher's ids: v1 lets a
+        thread move itself through a descriptor opened before."""
+        for folder in self.folders:
+            if folder.hierarchy.version == 1:
+                _home_tasks(folder.hierarchy)
+
     @contextlib.contextmanager
     def born_inside(self) -> Iterator[None]:
         """Around the launcher's fork: on cgroup v1 the calling thread joins the

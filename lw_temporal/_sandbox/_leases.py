@@ -179,6 +179,11 @@ class IdentityPool:
             return None
         return held[0]
 
+    def held_until(self, key: str) -> float:
+        """When this worker's lease of ``key`` ends as far as it knows (0: none)."""
+        held = self._held.get(key)
+        return 0.0 if held is None else held[1]
+
     def lease(self, key: str, folder: Path, kind: str, until: float) -> int:
         """The number of ``key`` (``kind`` ``run`` or ``store``, owning ``folder``),
         leased or renewed until ``until`` plus the grace. Raises :class:`PoolExhausted`."""

@@ -220,42 +220,44 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
     # rlimits set (as its own user) and, on cgroup v2, moved into its cgroup (as root).
     moved_later = start.cgroup is not None and start.cgroup.moves_launcher
     proc: subprocess.Popen[bytes] | None = None
+    if start.cgroup is not None:
+        start.cgroup.prepare()
     try:
         try:
-            # Only the fork happens inside the command's cgroups: on cgroup v1 this
-            # thread's memory cgroup is the whole worker's while it is there (the
-            # kernel charges a process by its first thread), so it goes home at once.
-            with contextlib.ExitStack() as inside:
-                if start.cgroup is not None:
-                    inside.enter_context(start.cgroup.born_inside())
-                with thread_as(launch.user), reaper().launching() as launchers:
-                    proc = subprocess.Popen(
-                        launch.argv,
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE,
-                        env=launch.env,
-                        cwd=launch.cwd,
-                        start_new_session=True,
-                        close_fds=True,
-                        pass_fds=(
-                            start.args_read,
-                            *((start.report_write,) if launch.reports else ()),
-                            *launch.fds,
-                        ),
-                        preexec_fn=preexec,
-                    )
-                    launchers.add(proc.pid)
+            with thread_as(launch.user):
+                # Only the fork happens inside the command's cgroups: on cgroup v1 this
+                # thread's memory cgroup is the whole worker's while it is there (the
+                # kernel charges a process by its first thread), so it goes home at once.
+                with contextlib.ExitStack() as inside:
+                    if start.cgroup is not None:
+                        inside.enter_context(start.cgroup.born_inside())
+                    with reaper().launching() as launchers:
+                        proc = subprocess.Popen(
+                            launch.argv,
+                            stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE,
+                            env=launch.env,
+                            cwd=launch.cwd,
+                            start_new_session=True,
+                            close_fds=True,
+                            pass_fds=(
+                                start.args_read,
+                                *((start.report_write,) if launch.reports else ()),
+                                *launch.fds,
+                            ),
+                            preexec_fn=preexec,
+                        )
+                        launchers.add(proc.pid)
+                for overlay in launch.overlays:  # mounted, and nothing of it ran yet
+                    mark_started(os.path.dirname(overlay[1]))
+                if launch.gated:  # as the launcher's user: no privilege needed
+                    _gate(proc, start.limits)
+                    if not moved_later:
+                        _let_go(proc, launch, start)
         finally:
             for fd in launch.fds:
                 os.close(fd)
-        for overlay in launch.overlays:  # mounted, and nothing of it ran yet
-            mark_started(os.path.dirname(overlay[1]))
-        if launch.gated:
-            with thread_as(launch.user):  # as the launcher's user: no privilege needed
-                _gate(proc, start.limits)
-                if not moved_later:
-                    _let_go(proc, launch, start)
         if moved_later or not launch.gated:
             _let_go(proc, launch, start)
     except BaseException:
