@@ -27,6 +27,7 @@ a process cannot be removed; and a pid says nothing in another namespace).
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import functools
@@ -330,6 +331,15 @@ class CommandCgroup:
             return False
         self.oom_base = self._oom_kills()
         return True
+
+    async def drained(self, checks: int) -> None:
+        """Wait until this cgroup is hardly charged any more, looking ``checks`` times
+        at most, 10 ms apart (the kernel says when it is over a charge, not under)."""
+        with contextlib.suppress(OSError, ValueError):
+            for _ in range(checks):
+                if self._charged() <= _REUSE_CHARGE_MAX:
+                    return
+                await asyncio.sleep(0.01)
 
     def _charged(self) -> int:
         for folder in self.folders:

@@ -40,6 +40,8 @@ logger = logging.getLogger(__name__)
 _PR_SET_CHILD_SUBREAPER = 36
 #: How long after a command the event loop looks once more for orphans.
 _LATER = 0.5
+#: The most zombies one pass reaps (the rest wait for the next).
+_MAX_PASS = 4096
 
 
 def _marks(pid: int | str) -> tuple[int, int] | None:
@@ -114,7 +116,7 @@ class Reaper:
         """Reap while the first zombie the kernel names is an orphan; -1 when it is
         not (someone else's to wait for: then every child is looked at)."""
         reaped = 0
-        while True:
+        for _ in range(_MAX_PASS):
             try:
                 found = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:
@@ -123,7 +125,10 @@ class Reaper:
                 return reaped
             if not self._orphan(found.si_pid):
                 return -1 if reaped == 0 else reaped + max(self._scan(), 0)
-            reaped += _reap_one(found.si_pid)
+            if not _reap_one(found.si_pid):
+                break  # gone meanwhile: the next pass looks again
+            reaped += 1
+        return reaped
 
     def _scan(self) -> int:
         reaped = 0

@@ -380,6 +380,9 @@ class _Watch:
 #: How long a launcher's pipes may stay open after it exited (a descendant holding
 #: them) before whatever holds them is killed.
 _DRAIN_GRACE = 5.0
+#: How often (10 ms apart) a command killed at a memory limit looks whether its tmpfs
+#: has been freed before it returns.
+_DRAIN_MEMORY = 200
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
@@ -558,6 +561,10 @@ async def run_sandboxed(
     left = [f for f in launch.watched if _left(f)]  # a launcher killed before its cleanup
     if left:
         await asyncio.to_thread(_remove_quietly, left)
+    if cgroup is not None and stopped is not None and cgroup.memory_exceeded():
+        # The kernel frees a dead sandbox's tmpfs a moment later: until then its pages
+        # still count toward all commands together, and the next command could pay.
+        await cgroup.drained(_DRAIN_MEMORY)
     stopped = _joined(stopped, await watch.settled())
     report = _drain(report_read)
     if report:
