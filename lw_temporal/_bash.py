@@ -35,6 +35,7 @@ from pydantic import Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from ._approvals._bashview import bash_view
 from ._base import FrozenModel
 from ._changes import CommitOutcome, Committer, StoreChange
 from ._config import LwConfig
@@ -273,7 +274,8 @@ class BashActivities:
         key = (info.workflow_id or "", info.workflow_type or "")
         scope = self._scopes.get(key)
         if scope is None:
-            scope = self.config.activity_scope()
+            # A store an approval rule guards is read-only to bash (_approvals._bashview).
+            scope = bash_view(self.config.activity_scope())
             if len(self._scopes) >= 1024:
                 self._scopes.clear()
             self._scopes[key] = scope

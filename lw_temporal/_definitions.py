@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from ._approvals._rules import ApprovalRule
 from ._base import FrozenModel
 from ._ids import DREAMING_DEFINITION_ID, check_definition_id
 
@@ -85,7 +86,8 @@ class MemoryQuota(FrozenModel):
 
 
 class WorkflowDefinition(FrozenModel):
-    """One agent workflow: its id, what its agents are told, and its memory."""
+    """One agent workflow: its id, what its agents are told, its memory and which of its
+    agents' actions a person approves first (``approvals``)."""
 
     id: str
     instructions: str = ""
@@ -93,6 +95,7 @@ class WorkflowDefinition(FrozenModel):
     memory: MemoryConfig = MemoryConfig()
     quota: MemoryQuota = MemoryQuota()
     max_turns: int = Field(default=24, gt=0, le=10_000)
+    approvals: tuple[ApprovalRule, ...] = Field(default=(), max_length=100)
 
     @field_validator("id")
     @classmethod
@@ -100,7 +103,10 @@ class WorkflowDefinition(FrozenModel):
         return check_definition_id(value)
 
     def canonical(self) -> bytes:
-        return canonical_json(self.model_dump(mode="json"))
+        # A definition without approval rules hashes as before there were rules (its
+        # pipeline store keeps its key).
+        exclude = {"approvals"} if not self.approvals else None
+        return canonical_json(self.model_dump(mode="json", exclude=exclude))
 
     @property
     def definition_hash(self) -> str:

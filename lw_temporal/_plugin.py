@@ -22,6 +22,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from ._agent import MissingModel, Model, ModelActivities, prefers_local_activity
 from ._agent._recorder import ResultRecorder
+from ._approvals._audit import ApprovalActivities
 from ._bash import BashActivities
 from ._config import LwConfig
 from ._definitions import WorkflowDefinition
@@ -59,7 +60,12 @@ def _passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
         return dataclasses.replace(
             runner,
             restrictions=runner.restrictions.with_passthrough_modules(
-                "lw_temporal", "pydantic", "pydantic_core", "annotated_types"
+                # re2: approval rules match agent-written commands in workflow code.
+                "lw_temporal",
+                "pydantic",
+                "pydantic_core",
+                "annotated_types",
+                "re2",
             ),
         )
     return runner
@@ -179,6 +185,8 @@ class LittleWorkflowPlugin(SimplePlugin):
         activities += self.dreaming_activities.callables
         self.retention_activities = RetentionActivities(self.config)
         activities += self.retention_activities.callables
+        self.approval_activities = ApprovalActivities(self.config)
+        activities += self.approval_activities.callables
         workflows += [DreamingWorkflow, ScratchRetentionWorkflow]
         self.activity_callables: Sequence[Callable[..., object]] = tuple(activities)
         super().__init__(

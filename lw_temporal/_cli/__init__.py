@@ -19,6 +19,7 @@ __all__ = ["build_model", "build_parser", "load_object", "main", "parse_duration
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ._approvals import add_approvals
     from ._codec_server import add_codec_server
     from ._demo import add_demo
     from ._dream import add_dream
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     adders = (add_demo, add_worker, add_dream, add_gc, add_memory, add_run)
-    for add in (*adders, add_codec_server, add_forget):
+    for add in (*adders, add_codec_server, add_forget, add_approvals):
         add(sub)
     return parser
 
