@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ._gc import add_gc
     from ._memory import add_memory
     from ._run import add_run
+    from ._ui import add_ui
     from ._worker import add_worker
 
     parser = argparse.ArgumentParser(
@@ -35,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     adders = (add_demo, add_worker, add_dream, add_gc, add_memory, add_run)
-    for add in (*adders, add_codec_server, add_forget, add_approvals):
+    for add in (*adders, add_codec_server, add_forget, add_approvals, add_ui):
         add(sub)
     return parser
 
