@@ -248,9 +248,10 @@ class Approvals:
         waiting for them together; the live tree says what waits."""
         wanted = list(indices)
         requests = [r for i in wanted if (r := self._gate.requested(i)) is not None]
-        if requests:
-            self._status = "waiting for approval"
-            self._running = [f"{r.tool} {r.id}" for r in requests]
+        if not requests:
+            return [None] * len(wanted)  # nothing to wait for (and no yield to the loop)
+        self._status = "waiting for approval"
+        self._running = [f"{r.tool} {r.id}" for r in requests]
         return list(await asyncio.gather(*(self._gate.verdict(i) for i in wanted)))
 
     @workflow.update(name=DECIDE_UPDATE)
