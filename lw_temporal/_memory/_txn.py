@@ -97,6 +97,9 @@ class Batch:
     made: set[str] = field(default_factory=set)
     commits: list[dict[str, Any]] = field(default_factory=list)
     keys: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: What planning learnt of new versions, by sha256 (not by path: a mutation of the
+    #: batch that is refused after staging, or a later one of the same file, must not
+    #: change what an earlier one applies).
     states: dict[str, FileState] = field(default_factory=dict)
     contents: dict[str, bytes] = field(default_factory=dict)
 
@@ -275,7 +278,7 @@ class Txn:
             {"k": "a", "p": rel, "at": before.size, "d": b64(data), "sha": after.sha,
              "prev": before.sha}
         )  # fmt: skip
-        self.batch.states[rel] = after
+        self.batch.states[after.sha] = after
         self.record(op, rel, after.size, before.sha, after.sha)
         return before, after, findings, refusal
 
@@ -327,8 +330,8 @@ class Txn:
                  "prev": None if kept is None else kept.sha}
             )  # fmt: skip
         self._set(rel, before, Known(after, content[-SEAM_OVERLAP:], content))
-        self.batch.states[rel] = after
-        self.batch.contents[rel] = content
+        self.batch.states[after.sha] = after
+        self.batch.contents[after.sha] = content
         self.record(op, rel, len(content), None if before is None else before.sha, after.sha)
         return after, findings, refusal
 
