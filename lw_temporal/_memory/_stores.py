@@ -61,6 +61,7 @@ from ._records import (
 )
 from ._redact import redact_body
 from ._rules import SHA, check_file_kind, check_precondition, file_parts, refuse
+from ._search import StoreSearch
 from ._staged import staged_body
 from ._txn import StoreFiles, Txn
 from ._versions import history, sha256
@@ -71,7 +72,7 @@ __all__ = ["STORE_FORMS", "Cancelled", "MemoryStores", "StoreNotFound"]
 _R = TypeVar("_R", bound=BaseModel)
 
 
-class MemoryStores(StoreRetention):
+class MemoryStores(StoreSearch, StoreRetention):
     """The memory stores of one data dir.
 
     Args:
@@ -423,6 +424,7 @@ class MemoryStores(StoreRetention):
         result = self._writer.mutate(store, provenance, "redact", body, RedactResult, None)
         with locked(files.state, str(store), None, self.lock_timeout):
             checkpoint(files)  # the journal held the old bytes until now
+            self.purge_locked(files)  # and so did the search index
         return result
 
     # -- versions, audit, ledger ------------------------------------------------------
@@ -507,7 +509,7 @@ class MemoryStores(StoreRetention):
                 finally:
                     if root_fd is not None:
                         os.close(root_fd)
-        return found
+        return self._writer.with_bookkeeping(files, found)
 
     def snapshot_id(self, store: StoreRef, *, wait: bool = True) -> str | None:
         """A content hash of the store's tree (the set of its files' paths and

@@ -31,6 +31,7 @@ from ._journal import Journal
 from ._ledger import AuditLog, Ledger
 from ._records import AuditEntry, Provenance
 from ._rules import blocked, quota_problem
+from ._searchdb import SearchIndex
 from ._versions import Splice, VersionStore, b64
 
 #: A rewrite whose changed region is at most this share of the file is kept as the old
@@ -61,6 +62,10 @@ class StoreFiles:
     @property
     def index(self) -> FileIndex:
         return FileIndex(self.state)
+
+    @property
+    def search(self) -> SearchIndex:
+        return SearchIndex(self.state)
 
     @property
     def versions(self) -> VersionStore:
@@ -102,6 +107,9 @@ class Batch:
     #: change what an earlier one applies).
     states: dict[str, FileState] = field(default_factory=dict)
     contents: dict[str, bytes] = field(default_factory=dict)
+    #: The store's tree id when the batch began (the search index follows a batch
+    #: only from the tree it was in step with).
+    start_tree: str = ""
 
     def touches(self, rel: str) -> bool:
         """Whether an earlier mutation changed ``rel``, a folder above or below it."""
