@@ -205,9 +205,7 @@ def checkpoint(files: StoreFiles) -> None:
                         paths.add(files.state / "redirects" / sha)
     paths.update({files.audit.path, files.index.usage_path, files.state / "retention.json"})
     paths.update({files.ledger.path, files.versions.log.path})
-    index = files.search.current()
-    if index is not None:  # so that a power loss after this finds it in step
-        paths.add(index)
+    files.search.flush()  # so that a power loss after this finds it in step
     for path in paths:
         _fs.fsync_path(path)
         dirs.add(path.parent)

@@ -14,6 +14,7 @@ re-indexes its last chunk and the ones it adds, never the rest of the file.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -117,7 +118,13 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(_WORD.findall(fold(query))))[:MAX_QUERY_TERMS]
 
 
-def match_expression(terms: list[str]) -> str:
-    """An FTS5 query matching any of ``terms``: each is quoted, so no word of a query
-    is read as an operator (``NEAR``, ``OR``, ``*``, a column filter)."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+def match_expression(terms: list[str], query: list[str] | None = None) -> str:
+    """An FTS5 query matching any of ``terms``, each quoted so that no word of a query is
+    read as an operator (``NEAR``, ``OR``, ``*``, a column filter); and each pair of
+    them that stands side by side in ``query`` as a phrase, so a note holding the pair
+    as the question does ranks above one holding the words apart."""
+    quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
+    kept = set(terms)
+    order = query or []
+    pairs = [f'"{a} {b}"' for a, b in itertools.pairwise(order) if {a, b} <= kept]
+    return " OR ".join(quoted + pairs)

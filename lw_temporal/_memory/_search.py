@@ -306,7 +306,7 @@ class Query:
                 words = informative(conn, self.terms)
                 if not words:
                     return []
-                expr = self.exprs[i] = match_expression(words)
+                expr = self.exprs[i] = match_expression(words, self.terms)
                 return lexical(conn, i, expr, target.prefix)
             except sqlite3.OperationalError as err:
                 raise lw_error(

@@ -20,8 +20,9 @@ How it stays right:
   user runs SQLite's checks on the file once) or a ``recount`` after hand edits all
   leave it behind the store's tree, and the next search repairs it under the store's
   lock, re-reading only the files whose sha256 differs.
-- **Nothing redacted stays.** SQLite's ``secure_delete`` zeroes what is deleted, and
-  :meth:`SearchIndex.scrub` (after a redaction) merges FTS5's segments (which keep a
+- **Nothing redacted stays.** SQLite's ``secure_delete`` (``FAST``: within pages, no
+  extra writes) zeroes what is deleted, and :meth:`SearchIndex.scrub` (after a
+  redaction) merges FTS5's segments (which keep a
   deleted row's terms until merged), drops vectors no chunk has, and copies the index
   into a new generation (``VACUUM INTO``), so no old page survives in any index file.
 
@@ -46,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _fs
-from ._chunks import chunks, is_binary
+from ._chunks import Chunk, chunks, is_binary
 from ._index import FileIndex
 from ._journal import boot_id
 
@@ -60,13 +61,12 @@ _BUSY_SECONDS = 10.0
 _REPAIR_BATCH = 256
 
 _SCHEMA = """
-CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);
+CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE files(path TEXT PRIMARY KEY, sha TEXT NOT NULL, size INTEGER NOT NULL,
-                   binary INTEGER NOT NULL);
+                   binary INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE chunks(id INTEGER PRIMARY KEY, path TEXT NOT NULL, line INTEGER NOT NULL,
                     start INTEGER NOT NULL, sha TEXT NOT NULL);
 CREATE INDEX chunks_by_path ON chunks(path, start);
-CREATE INDEX chunks_by_sha ON chunks(sha);
 CREATE VIRTUAL TABLE body USING fts5(text, tokenize = 'porter unicode61 remove_diacritics 2');
 CREATE TABLE vectors(sha TEXT NOT NULL, model TEXT NOT NULL, vec BLOB NOT NULL,
                      PRIMARY KEY (sha, model));
@@ -106,7 +106,7 @@ def _open(path: Path, *, create: bool = False) -> sqlite3.Connection:
     try:
         conn.execute("PRAGMA journal_mode=TRUNCATE")
         conn.execute("PRAGMA synchronous=OFF")
-        conn.execute("PRAGMA secure_delete=ON")
+        conn.execute("PRAGMA secure_delete=FAST")  # zero what a delete frees in a page
         conn.execute("PRAGMA cache_size=-4096")
     except BaseException:
         conn.close()
@@ -227,7 +227,7 @@ class SearchIndex:
     def switch(self, path: Path) -> None:
         """Make ``path`` current and remove every other index file (call under the
         store's lock)."""
-        _fs.fsync_path(path)
+        _fs.fsync_path(path)  # a new file: no connection holds a lock on it yet
         _fs.write_atomic(self.pointer, f"{path.name}\n".encode())
         _fs.write_atomic(self.checked_file, f"{boot_id()} {path.name}\n".encode())
         _checked.add((boot_id(), str(path)))
@@ -250,6 +250,24 @@ class SearchIndex:
             if name.startswith("index-") and (keep is None or not name.startswith(keep)):
                 with suppress(FileNotFoundError):
                     os.unlink(self.dir / name)
+
+    def flush(self) -> None:
+        """Put the index file on disk (at a store's checkpoint). Through SQLite, not by
+        opening the file: closing any other descriptor of it would drop the locks this
+        process's connections hold on it."""
+        path = self.current()
+        if path is None:
+            return
+        try:
+            conn = self.connect(path)
+            conn.execute("PRAGMA synchronous=FULL")
+            try:
+                with write(conn):
+                    conn.execute("UPDATE meta SET v = v WHERE k = 'format'")
+            finally:
+                conn.execute("PRAGMA synchronous=OFF")
+        except sqlite3.Error as err:
+            _log.warning("search index of %s not flushed: %s", self.dir, err)
 
     def disk_bytes(self) -> int:
         """Bytes of every file of the index (counted toward the store's quota)."""
@@ -406,25 +424,33 @@ def _follow_path(
 
 
 # -- one file's rows -----------------------------------------------------------------
+# A commit touches as few pages as it can (each costs its old copy in the rollback
+# journal and its new one in the file): a changed chunk keeps its row and rowid, so its
+# text is replaced in place; vectors are keyed by text and left to searches to tidy.
 
 
-def _insert_chunk(conn: sqlite3.Connection, rel: str, line: int, start: int, sha: str,
-                  text: str) -> None:  # fmt: skip
+def _insert_chunk(conn: sqlite3.Connection, rel: str, chunk: Chunk) -> None:
     cursor = conn.execute(
-        "INSERT INTO chunks(path, line, start, sha) VALUES(?, ?, ?, ?)", (rel, line, start, sha)
+        "INSERT INTO chunks(path, line, start, sha) VALUES(?, ?, ?, ?)",
+        (rel, chunk.line, chunk.start, chunk.sha),
     )
-    conn.execute("INSERT INTO body(rowid, text) VALUES(?, ?)", (cursor.lastrowid, text))
+    conn.execute("INSERT INTO body(rowid, text) VALUES(?, ?)", (cursor.lastrowid, chunk.text))
 
 
-def _delete_chunks(conn: sqlite3.Connection, rows: list[tuple[int, str]]) -> None:
-    for chunk_id, _sha in rows:
+def _replace_chunk(conn: sqlite3.Connection, chunk_id: int, chunk: Chunk) -> None:
+    """Give the row ``chunk_id`` another chunk's text and place."""
+    conn.execute(
+        "UPDATE chunks SET line = ?, start = ?, sha = ? WHERE id = ?",
+        (chunk.line, chunk.start, chunk.sha, chunk_id),
+    )
+    conn.execute("DELETE FROM body WHERE rowid = ?", (chunk_id,))
+    conn.execute("INSERT INTO body(rowid, text) VALUES(?, ?)", (chunk_id, chunk.text))
+
+
+def _delete_chunks(conn: sqlite3.Connection, ids: list[int]) -> None:
+    for chunk_id in ids:
         conn.execute("DELETE FROM body WHERE rowid = ?", (chunk_id,))
         conn.execute("DELETE FROM chunks WHERE id = ?", (chunk_id,))
-    for sha in {sha for _id, sha in rows}:
-        conn.execute(
-            "DELETE FROM vectors WHERE sha = ? AND NOT EXISTS (SELECT 1 FROM chunks WHERE sha = ?)",
-            (sha, sha),
-        )
 
 
 def _set_file(conn: sqlite3.Connection, rel: str, sha: str, size: int, binary: bool) -> None:
@@ -436,25 +462,32 @@ def _set_file(conn: sqlite3.Connection, rel: str, sha: str, size: int, binary: b
 
 def put(conn: sqlite3.Connection, rel: str, sha: str, content: bytes) -> None:
     """Index ``content`` as the file ``rel`` (at ``sha``): chunks whose text is
-    unchanged keep their rows (their offsets and line numbers are updated), only the
-    others are deleted from and inserted into the full-text index."""
+    unchanged keep their rows (their offsets and line numbers are updated); the others
+    take over the rows of chunks that are gone, and only their text is indexed again."""
     binary = is_binary(content)
     new = [] if binary else chunks(content)
     old: dict[str, list[int]] = {}
     for chunk_id, chunk_sha in conn.execute(
-        "SELECT id, sha FROM chunks WHERE path = ?", (rel,)
+        "SELECT id, sha FROM chunks WHERE path = ? ORDER BY start", (rel,)
     ).fetchall():
         old.setdefault(chunk_sha, []).append(chunk_id)
+    changed: list[Chunk] = []
     for chunk in new:
         reuse = old.get(chunk.sha)
         if reuse:
             conn.execute(
                 "UPDATE chunks SET line = ?, start = ? WHERE id = ?",
-                (chunk.line, chunk.start, reuse.pop()),
+                (chunk.line, chunk.start, reuse.pop(0)),
             )
         else:
-            _insert_chunk(conn, rel, chunk.line, chunk.start, chunk.sha, chunk.text)
-    _delete_chunks(conn, [(i, s) for s, ids in old.items() for i in ids])
+            changed.append(chunk)
+    free = [i for ids in old.values() for i in ids]
+    for chunk in changed:
+        if free:
+            _replace_chunk(conn, free.pop(0), chunk)
+        else:
+            _insert_chunk(conn, rel, chunk)
+    _delete_chunks(conn, free)
     _set_file(conn, rel, sha, len(content), binary)
 
 
@@ -482,17 +515,17 @@ def extend(conn: sqlite3.Connection, dir_fd: int, name: str, rel: str, prev: str
     if len(tail) != size - start:
         return False
     new = chunks(tail, offset=start, line=line)
-    if last is not None and new and new[0].sha == last[3]:
-        new = new[1:]  # the last chunk did not change (the append began a new one)
-    elif last is not None:
-        _delete_chunks(conn, [(int(last[0]), str(last[3]))])
+    if last is not None and new:
+        if new[0].sha != last[3]:  # else the append began a chunk of its own
+            _replace_chunk(conn, int(last[0]), new[0])
+        new = new[1:]
     for chunk in new:
-        _insert_chunk(conn, rel, chunk.line, chunk.start, chunk.sha, chunk.text)
+        _insert_chunk(conn, rel, chunk)
     _set_file(conn, rel, sha, size, False)
     return True
 
 
 def remove(conn: sqlite3.Connection, rel: str) -> None:
-    rows = conn.execute("SELECT id, sha FROM chunks WHERE path = ?", (rel,)).fetchall()
-    _delete_chunks(conn, [(int(i), str(s)) for i, s in rows])
+    rows = conn.execute("SELECT id FROM chunks WHERE path = ?", (rel,)).fetchall()
+    _delete_chunks(conn, [int(r[0]) for r in rows])
     conn.execute("DELETE FROM files WHERE path = ?", (rel,))

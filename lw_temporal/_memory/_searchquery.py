@@ -26,7 +26,7 @@ from ._records import SearchHit, SearchLine
 LEXICAL_CAP = 200
 #: Chunks one store ranks by words at most (about): the sum, over the words looked up,
 #: of the chunks that hold each.
-RANK_BUDGET = 3000
+RANK_BUDGET = 5000
 #: Chunks by meaning taken from each store.
 SEMANTIC_CAP = 200
 #: Reciprocal rank fusion's constant (Cormack et al.'s 60).
@@ -68,17 +68,23 @@ _TEMP = (
 )
 
 
+def _temporary(conn: sqlite3.Connection, statement: str) -> None:
+    """Run ``statement`` on this connection's temporary tables (made on first use)."""
+    try:
+        conn.execute(statement)
+    except sqlite3.OperationalError:
+        for create in _TEMP:
+            conn.execute(create)
+        conn.execute(statement)
+
+
 def informative(conn: sqlite3.Connection, words: list[str]) -> list[str]:
     """The words of a query worth looking up in this index, rarest first while the
     chunks holding them stay within :data:`RANK_BUDGET`: ranking costs per chunk that
     holds any of them, and the words left out are the commonest, which BM25 weighs
     least (those in half the chunks or more not at all). Words the index does not hold
     are left out too; if every word is in half the chunks, the rarest three are kept."""
-    try:
-        conn.execute("DELETE FROM temp.lw_words")
-    except sqlite3.OperationalError:
-        for statement in _TEMP:
-            conn.execute(statement)
+    _temporary(conn, "DELETE FROM temp.lw_words")
     conn.executemany("INSERT INTO temp.lw_words(rowid, t) VALUES(?, ?)", enumerate(words))
     stems = dict(conn.execute("SELECT doc, term FROM temp.lw_stems").fetchall())
     wanted = sorted(set(stems.values()))
@@ -126,16 +132,14 @@ def texts(conn: sqlite3.Connection, ids: Iterable[int], expr: str | None) -> dic
         return {}
     marks = ",".join("?" * len(wanted))
     if expr is None:
-        rows = conn.execute(
-            f"SELECT rowid, text FROM body WHERE rowid IN ({marks})", wanted
-        ).fetchall()
+        rows = conn.execute(f"SELECT rowid, text FROM body WHERE rowid IN ({marks})", wanted)
     else:
         rows = conn.execute(
             f"SELECT rowid, highlight(body, 0, '{_MARK}', '{_END}') FROM body "
             f"WHERE body MATCH ? AND rowid IN ({marks})",
             (expr, *wanted),
-        ).fetchall()
-    return {int(i): str(t) for i, t in rows}
+        )
+    return {int(i): str(t) for i, t in rows.fetchall()}
 
 
 # -- vectors ---------------------------------------------------------------------------
@@ -169,14 +173,25 @@ def chunk_rows(conn: sqlite3.Connection, model: str, prefix: str) -> list[ChunkR
 def store_vectors(
     conn: sqlite3.Connection, model: str, items: Sequence[tuple[str, array[float]]]
 ) -> None:
-    """Keep vectors by chunk sha; one whose chunk is gone by now (a commit removed it,
-    a redaction among them) is not kept."""
+    """Keep vectors by chunk sha, in one transaction: one whose chunk is gone by now (a
+    commit removed it, a redaction among them) is not kept; vectors no chunk has any
+    more (left by commits, which do not tidy them) go."""
     conn.execute("BEGIN IMMEDIATE")
     try:
+        marks = ",".join("?" * len(items))
+        live = {
+            str(r[0])
+            for r in conn.execute(
+                f"SELECT DISTINCT sha FROM chunks WHERE sha IN ({marks})", [s for s, _v in items]
+            ).fetchall()
+        }
         conn.executemany(
-            "INSERT OR REPLACE INTO vectors(sha, model, vec) SELECT ?, ?, ? "
-            "WHERE EXISTS (SELECT 1 FROM chunks WHERE sha = ?)",
-            [(sha, model, vec.tobytes(), sha) for sha, vec in items],
+            "INSERT OR REPLACE INTO vectors(sha, model, vec) VALUES(?, ?, ?)",
+            [(sha, model, vec.tobytes()) for sha, vec in items if sha in live],
+        )
+        conn.execute(
+            "DELETE FROM vectors WHERE model = ? AND sha NOT IN (SELECT sha FROM chunks)",
+            (model,),
         )
     except BaseException:
         conn.execute("ROLLBACK")
