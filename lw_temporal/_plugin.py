@@ -86,7 +86,8 @@ class LittleWorkflowPlugin(SimplePlugin):
             context budget of each call.
         orchestrator: the orchestrator's instructions and turn budget.
         bash: output cap, resource limits and span contents of each command.
-        memory: the scanner and the shared stores' quota every memory write passes.
+        memory: the scanner and the shared stores' quota every memory write passes,
+            and the embedder that lets agents' searches rank by meaning.
         dreaming: the dreaming agent's instructions, turn budget and model-free
             consolidator.
         deployment: memory and runs roots, host, host timeout, memory id and whether
@@ -128,7 +129,9 @@ class LittleWorkflowPlugin(SimplePlugin):
         self.memory = MemoryStores.for_config(
             self.config, scanner=memory.scanner, store_quota=memory.store_quota
         )
-        self.memory_activities = MemoryActivities(self.config, self.memory)
+        self.memory_activities = MemoryActivities(
+            self.config, self.memory, embedder=memory.embedder
+        )
         activities += self.memory_activities.callables
         self.bash_activities = BashActivities(
             self.config,

@@ -27,6 +27,7 @@ from .._memory import (
     LIST,
     READ,
     REPLACE,
+    SEARCH,
     WRITE,
     ListResult,
     MemoryAppendRequest,
@@ -34,6 +35,8 @@ from .._memory import (
     MemoryListRequest,
     MemoryReadRequest,
     MemoryReplaceRequest,
+    MemorySearchRequest,
+    MemorySearchResult,
     MemoryWriteRequest,
     MutationResult,
     ReadResult,
@@ -44,6 +47,8 @@ from ._protocol import ToolSpec
 #: what a turn adds to the history stays bounded whatever a store holds.
 MEMORY_READ_BYTES = 64 * 1024
 MEMORY_LIST_LIMIT = 200
+#: Files one ``memory_search`` returns when the model names no limit.
+MEMORY_SEARCH_LIMIT = 10
 #: Default command timeout when the model gives none (lw.bash enforces its own too).
 BASH_DEFAULT_TIMEOUT = 600.0
 #: UTF-8 bytes of a run's task, of a child's task and of a finish summary.
@@ -215,8 +220,30 @@ def _render_list(result: ListResult) -> Rendered:
     return Rendered("\n".join(lines))
 
 
+def _render_search(result: MemorySearchResult) -> Rendered:
+    where = ", ".join(result.searched) or "no memory store"
+    lines = [
+        f"memory_search {result.query!r}: {len(result.hits)} files, best first, ranked "
+        f"{result.ranking}; searched {where}"
+    ]
+    for n, hit in enumerate(result.hits, 1):
+        lines.append(f"{n}. {hit.path} (score {hit.score:.4g})")
+        lines += [f"   {line.number}: {line.text}" for line in hit.lines]
+    if result.omitted:
+        lines.append(
+            f"({result.omitted} more files matched and are not shown: raise limit, or narrow "
+            "the search with stores or path)"
+        )
+    if not result.hits:
+        lines.append("no file matched: try other words a note would use, or memory_list")
+    lines += [f"note: {note}" for note in result.notes]
+    return Rendered("\n".join(lines))
+
+
 _AGENTS = frozenset(Role)
 _MEMORY_TIMEOUT = timedelta(seconds=60)
+#: A store's first search builds its index (seconds for thousands of notes).
+_SEARCH_TIMEOUT = timedelta(minutes=5)
 
 
 def _bash_timeout(request: BashRequest) -> timedelta:
@@ -369,6 +396,42 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
             ),
         ),
         limit=MEMORY_LIST_LIMIT,
+    ),
+    _activity_tool(
+        "memory_search",
+        SEARCH,
+        MemorySearchRequest,
+        MemorySearchResult,
+        _render_search,
+        "Search the memory you can see for the notes that answer a question: the files "
+        "that match best come first, each with its matching lines and their line numbers "
+        "(then read one with memory_read). Ranked by words (BM25; by meaning too when the "
+        "worker has an embedder), so ask with the words a note would use. Searches every "
+        "memory mount unless stores or path narrows it.",
+        _schema(
+            ("query",),
+            query=_prop("string", "What you are looking for, in words a note would use."),
+            limit=_prop(
+                "integer",
+                f"Most files to return (default {MEMORY_SEARCH_LIMIT}, at most 50).",
+                minimum=1,
+                maximum=50,
+            ),
+            stores=_prop(
+                "array",
+                "Only these memory mounts, named as in your mount description without "
+                "/mnt/memory/ (workflow, org, pipeline, peer-workflows/<id>...).",
+                items={"type": "string"},
+            ),
+            path=_prop(
+                "string",
+                "Only files at or below this path under /mnt/memory/, e.g. "
+                "/mnt/memory/workflow/lessons/.",
+            ),
+        ),
+        timeout=lambda _: _SEARCH_TIMEOUT,
+        heartbeat=timedelta(seconds=30),
+        limit=MEMORY_SEARCH_LIMIT,
     ),
     _mutation_tool(
         "memory_delete",

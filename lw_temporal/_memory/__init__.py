@@ -1,7 +1,7 @@
 """Memory stores with integrity (versions, audit, quotas, scanning, exactly-once) and
 the ``lw.memory.*`` activities over them."""
 
-from ._activities import APPEND, DELETE, LIST, READ, REPLACE, WRITE, MemoryActivities
+from ._activities import APPEND, DELETE, LIST, READ, REPLACE, SEARCH, WRITE, MemoryActivities
 from ._manifest import read_manifest, readers
 from ._names import STORE_FORMS, StoreNotFound
 from ._records import (
@@ -40,6 +40,7 @@ __all__ = [
     "LIST",
     "READ",
     "REPLACE",
+    "SEARCH",
     "STORE_FORMS",
     "WRITE",
     "AuditEntry",

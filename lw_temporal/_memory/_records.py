@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AliasChoices, ConfigDict, Field
+from pydantic import AliasChoices, ConfigDict, Field, field_validator
 from temporalio import activity
 
 from .._base import FrozenModel
@@ -343,6 +343,12 @@ class MemorySearchRequest(_Request):
     limit: int = Field(default=DEFAULT_SEARCH_HITS, ge=1, le=MAX_SEARCH_HITS)
     stores: tuple[str, ...] = Field(default=(), max_length=64)
     path: str | None = Field(default=None, max_length=4096)
+
+    @field_validator("stores", mode="before")
+    @classmethod
+    def _one_store(cls, value: Any) -> Any:
+        """A model that names one store as a string means that store."""
+        return (value,) if isinstance(value, str) else value
 
 
 class SearchLine(FrozenModel):
