@@ -16,13 +16,15 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-# bubblewrap, the sandbox behind lw.bash, and libseccomp2, which compiles its filter.
+# bubblewrap, the sandbox behind lw.bash, libseccomp2, which compiles its filter, and a
+# python3 under /usr, which the sandbox's self-test runs inside the sandbox.
 system-deps:
-	@if ! command -v bwrap >/dev/null 2>&1 || ! /sbin/ldconfig -p | grep -q 'libseccomp\.so\.2'; then \
+	@if ! command -v bwrap >/dev/null 2>&1 || ! /sbin/ldconfig -p | grep -q 'libseccomp\.so\.2' \
+	    || ! { [ -x /usr/bin/python3 ] || [ -x /usr/local/bin/python3 ]; }; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap libseccomp2; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap libseccomp2 python3; \
 	  else \
-	    echo "bubblewrap or libseccomp2 is missing: run 'sudo apt-get install bubblewrap libseccomp2' (Debian/Ubuntu)" >&2; exit 1; \
+	    echo "bubblewrap, libseccomp2 or python3 is missing: run 'sudo apt-get install bubblewrap libseccomp2 python3' (Debian/Ubuntu)" >&2; exit 1; \
 	  fi; \
 	fi
 
