@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from lw_temporal._cli import main
-from lw_temporal._memory import _searchdb
+from lw_temporal._memory import _searchdb, _searchrows
 from lw_temporal.ids import DataLayout
 from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
 
@@ -70,14 +70,14 @@ def _die(data_dir: str, where: str) -> None:
 
         _searchdb.SearchIndex.follow = follow  # type: ignore[method-assign,assignment]
     else:
-        original = _searchdb.extend
+        original = _searchrows.extend
 
         def extend(*args: Any) -> bool:
             done = original(*args)
             os._exit(9)  # inside the index's transaction, before its COMMIT
             return done
 
-        _searchdb.extend = extend  # type: ignore[assignment]
+        _searchrows.extend = extend  # type: ignore[assignment]
     MemoryStores(DataLayout.at(data_dir)).append(
         STORE, "rivers.md", b"The Rhine flows north.\n", provenance=ADMIN
     )

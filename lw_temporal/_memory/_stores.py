@@ -16,7 +16,9 @@ go through. Each concern lives in its own module:
 - :mod:`._reads`: reading files and listings without the lock;
 - :mod:`._staged`, :mod:`._redact`, :mod:`._prune`: bash commits, redaction, retention
   (the retention methods themselves, and :mod:`._names`'s resolution of what an
-  operator types, are mixed into :class:`MemoryStores`).
+  operator types, are mixed into :class:`MemoryStores`);
+- :mod:`._search` (mixed in too), :mod:`._searchquery`, :mod:`._searchdb`,
+  :mod:`._searchrows`, :mod:`._chunks`: search, and the index each commit keeps.
 
 All bookkeeping lives under the layout's state dir (``stores/<kind>/<key>/``), never
 inside a mounted folder. The methods are synchronous (they block on the lock and on
