@@ -1,7 +1,7 @@
 """Memory stores with integrity (versions, audit, quotas, scanning, exactly-once) and
 the ``lw.memory.*`` activities over them."""
 
-from ._activities import APPEND, DELETE, LIST, READ, REPLACE, WRITE, MemoryActivities
+from ._activities import APPEND, DELETE, LIST, READ, RENAME, REPLACE, WRITE, MemoryActivities
 from ._manifest import read_manifest, readers
 from ._names import STORE_FORMS, StoreNotFound
 from ._records import (
@@ -14,6 +14,7 @@ from ._records import (
     MemoryDeleteRequest,
     MemoryListRequest,
     MemoryReadRequest,
+    MemoryRenameRequest,
     MemoryReplaceRequest,
     MemoryWriteRequest,
     MutationResult,
@@ -34,6 +35,7 @@ __all__ = [
     "DELETE",
     "LIST",
     "READ",
+    "RENAME",
     "REPLACE",
     "STORE_FORMS",
     "WRITE",
@@ -46,6 +48,7 @@ __all__ = [
     "MemoryDeleteRequest",
     "MemoryListRequest",
     "MemoryReadRequest",
+    "MemoryRenameRequest",
     "MemoryReplaceRequest",
     "MemoryStores",
     "MemoryWriteRequest",
