@@ -124,7 +124,8 @@ class Node:
         if progress is None or not running:
             return []
         indent = "  " * (self.depth + 2)
-        lines = [f"{indent}says: {one_line(progress.said, SAID_WIDTH)}"] if progress.said else []
+        said = one_line(progress.said, SAID_WIDTH)
+        lines = [f"{indent}says: {said}"] if said else []
         if output and self.output:
             tail = [line for line in self.output.splitlines() if line.strip()]
             lines += [f"{indent}| {one_line(line, SAID_WIDTH)}" for line in tail[-OUTPUT_LINES:]]

@@ -288,7 +288,10 @@ def _scratch_put(
 ) -> None:
     """Write a scratch file atomically, never through a link, owned by the sandbox user;
     with ``exclusive``, FileExistsError if the name is taken."""
-    root.mkdir(parents=True, exist_ok=True)
+    if not root.is_dir():
+        root.mkdir(parents=True, exist_ok=True)
+        if user is not None:
+            user.own(root)  # the agent's own scratch, as lw.bash leaves it
     fd = os.open(root, _DIR_FLAGS)
     try:
         for name in parts[:-1]:
