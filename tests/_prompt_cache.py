@@ -200,19 +200,21 @@ def _printer(turn: int, size: int) -> str:
 
 
 _TURN = re.compile(r"turn (\d{4}) line")
+_DONE = re.compile(r"printed blocks 0\.\.(\d+)")
 
 
 def session_brain(turns: int, size: int) -> Brain:
     """A Claude-like agent: a sentence and one bash call per turn, ``turns`` times, then
-    finish; asked to summarise, a summary of ~1.5 KB. Its turn is read from the newest
-    result (what it printed last), so a retried or compacted turn asks for the same."""
+    finish; asked to summarise, a summary of ~1.5 KB. Its turn is read from what it
+    printed last, so a retried or compacted turn asks for the same."""
 
     async def brain(request: ModelRequest) -> ModelResponse:
-        done = -1
-        for exchange in request.history[-1:]:
+        # The newest block printed: in a result, or named by the summary once compacted
+        # (a failed command, say a sandbox that could not start, prints none).
+        done = max([-1, *map(int, _DONE.findall(request.summary))])
+        for exchange in request.history:
             for result in exchange.results:
-                found = _TURN.findall(result.text)
-                done = max([done, *map(int, found)])
+                done = max([done, *map(int, _TURN.findall(result.text))])
         if request.summarize:
             text = f"Summary: printed blocks 0..{done} with bash, one per turn. " * 24
             return ModelResponse(text=text)

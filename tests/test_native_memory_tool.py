@@ -11,14 +11,14 @@ from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import AgentInput, AgentResult, Role, WorkflowDefinition
+from lw_temporal import AgentInput, AgentResult, WorkflowDefinition
 from lw_temporal.ids import AgentId, DataLayout
 from lw_temporal.memory import MemoryStores, StoreKind, StoreRef
-from lw_temporal.models import AnthropicModel
-from lw_temporal.testing import ScriptedModel, tool
+from lw_temporal.testing import tool
 
 from ._hierarchy_support import lw_worker
-from ._provider_standins import NATIVE_TOOLS, AnthropicStandIn
+from ._native_support import check_answers, scripted_claude
+from ._provider_standins import NATIVE_TOOLS
 
 NOTES = WorkflowDefinition(id="notes", instructions="Keep notes.")
 M = "/memories/workflow"
@@ -98,28 +98,10 @@ EXPECTED: list[tuple[str, bool]] = [
 ]
 
 
-def _answers(body: dict[str, Any]) -> list[tuple[str, str, bool]]:
-    """(tool name, result text, is_error) of every call of a request, in order."""
-    names = {
-        b["id"]: b["name"]
-        for m in body["messages"]
-        for b in m["content"]
-        if b["type"] == "tool_use"
-    }
-    return [
-        (names[b["tool_use_id"]], b["content"], b["is_error"])
-        for m in body["messages"]
-        for b in m["content"]
-        if b["type"] == "tool_result"
-    ]
-
-
 async def test_every_memory_command_gets_its_documented_result(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
 ) -> None:
-    script = ScriptedModel({("notes", Role.PLANNER): [[step] for step in STEPS]})
-    standin = AnthropicStandIn(script.next_turn)
-    model = AnthropicModel(client=standin.client(), model="claude-sonnet-4-6")
+    standin, model = scripted_claude("notes", STEPS)
     run = AgentId.planner("notes", task_queue)
     async with lw_worker(dev_env, data_dir, task_queue, [NOTES], model) as client:
         result = await client.execute_workflow(
@@ -137,14 +119,7 @@ async def test_every_memory_command_gets_its_documented_result(
         assert "- /memories/workflow/ = /mnt/memory/workflow/ (rw)" in system
         assert "- /memories/org/ = /mnt/memory/org/ (ro)" in system
 
-    answers = _answers(standin.requests[-1])
-    assert len(answers) == len(EXPECTED)
-    for (name, text, error), step, (expected, expected_error) in zip(
-        answers, STEPS, EXPECTED, strict=True
-    ):
-        assert name == step.name
-        assert text.startswith(expected), (step.arguments, text)
-        assert error is expected_error, (step.arguments, text)
+    check_answers(standin.requests[-1], STEPS, EXPECTED)
 
     stores = MemoryStores(DataLayout.at(data_dir))
     notes = StoreRef(StoreKind.WORKFLOW, "notes")

@@ -11,15 +11,13 @@ from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import AgentInput, AgentResult, Role, WorkflowDefinition
+from lw_temporal import AgentInput, AgentResult, WorkflowDefinition
 from lw_temporal.ids import AgentId, DataLayout
 from lw_temporal.memory import MemoryStores, StoreKind, StoreRef
-from lw_temporal.models import AnthropicModel
-from lw_temporal.testing import ScriptedModel, tool
+from lw_temporal.testing import tool
 
 from ._hierarchy_support import lw_worker
-from ._provider_standins import AnthropicStandIn
-from .test_native_memory_tool import _answers
+from ._native_support import check_answers, scripted_claude
 
 PLAN = WorkflowDefinition(id="plan")
 OWN = "/mnt/scratch/own"
@@ -104,9 +102,7 @@ async def test_the_text_editor_edits_scratch_and_memory_within_the_mounts(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
 ) -> None:
     host_before = _host()
-    script = ScriptedModel({("plan", Role.PLANNER): [[step] for step in STEPS]})
-    standin = AnthropicStandIn(script.next_turn)
-    model = AnthropicModel(client=standin.client(), model="claude-sonnet-4-6")
+    standin, model = scripted_claude("plan", STEPS)
     run = AgentId.planner("plan", task_queue)
     async with lw_worker(dev_env, data_dir, task_queue, [PLAN], model) as client:
         await client.execute_workflow(
@@ -119,14 +115,7 @@ async def test_the_text_editor_edits_scratch_and_memory_within_the_mounts(
         {"type": "text_editor_20250728", "name": "str_replace_based_edit_tool",
          "max_characters": 32_000}
     ]  # fmt: skip
-    answers = _answers(standin.requests[-1])
-    assert len(answers) == len(EXPECTED)
-    for (name, text, error), step, (expected, expected_error) in zip(
-        answers, STEPS, EXPECTED, strict=True
-    ):
-        assert name == step.name
-        assert text.startswith(expected), (step.arguments, text)
-        assert error is expected_error, (step.arguments, text)
+    check_answers(standin.requests[-1], STEPS, EXPECTED)
 
     # Nothing on the host changed through the planted links.
     assert _host() == host_before

@@ -9,6 +9,12 @@ retried turn reuses it) and shown after the task from then on, where it is cache
 the rest. The newest turns stay verbatim; the compacted ones are saved in full in the
 agent's scratch (``context-compacted/``), so nothing the model saw is out of its reach.
 Workflow code is not involved: the history still grows only by each turn's news.
+
+Anthropic's server-side compaction (the beta ``compact_20260112`` context edit) is not
+used: it runs only on the beta Messages endpoint and answers with an opaque, signed
+compaction block that must be sent back verbatim, which would tie the conversation
+files, shared by every adapter, to one provider's blobs. This summarising turn works
+the same for every adapter and for a script.
 """
 
 from __future__ import annotations

@@ -251,7 +251,7 @@ def tokens(size: int) -> int:
 CLEAR_TO = 0.1
 #: When what no clearing removes (replies, the notes left by cleared results) takes
 #: more than this share of the room, the older turns are compacted into a summary.
-COMPACT_AT = 0.5
+COMPACT_AT = 0.6
 #: Bytes a cleared result's note is counted as (its text names the saved file).
 NOTE_BYTES = 200
 

@@ -25,6 +25,8 @@ from ._records import MemoryToolRequest, NativeRequest, ToolOutcome
 #: Characters of one ``view``; more is cut with the reference's note.
 VIEW_CHARS = 32_000
 LINE_WIDTH = 6
+#: Characters of ``old_str`` an error quotes back.
+QUOTE_CHARS = 2000
 #: Compare-and-set attempts of one edit before reporting a conflict.
 _CAS_TRIES = 3
 
@@ -253,8 +255,8 @@ def _replace(files: Files, voice: Voice, place: Place, old: str, new: str) -> st
         count = content.count(old)
         if count == 0:
             raise ToolError(
-                f"No replacement was performed, old_str `{old}` did not appear verbatim in "
-                f"{place.shown}."
+                f"No replacement was performed, old_str `{_quoted(old)}` did not appear "
+                f"verbatim in {place.shown}."
             )
         if count > 1:
             lines, at = [], content.find(old)
@@ -343,6 +345,11 @@ def _snippet(text: str, line: int, before: int, after: int) -> str:
     lines = _lines(text)
     first = max(0, line - before)
     return _numbered(lines[first : min(len(lines), line + after)], first + 1)
+
+
+def _quoted(text: str) -> str:
+    """``old_str`` as an error quotes it back: a long one is cut."""
+    return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS] + "..."
 
 
 def _human(size: int) -> str:

@@ -17,6 +17,7 @@ from .._scope import MNT, Mount, Scope
 
 MEMORIES = PurePosixPath("/memories")
 MEMORY_ROOT = MNT / "memory"
+MAX_PATH = 4096
 
 
 class ToolError(Exception):
@@ -70,6 +71,8 @@ def resolve(scope: Scope, path: object, *, memory_only: bool) -> Place:
     """The place ``path`` names, or a ToolError saying why it names none."""
     if not isinstance(path, str) or not path:
         raise ToolError("A path is required, e.g. /memories/workflow/notes.md")
+    if len(path) > MAX_PATH:
+        raise ToolError(f"The path is {len(path)} characters long; paths have at most {MAX_PATH}")
     if "\x00" in path:
         raise ToolError(f"The path {path!r} contains a NUL byte")
     if not path.startswith("/"):
