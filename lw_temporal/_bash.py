@@ -324,8 +324,9 @@ class BashActivities:
             stderr = OutputSink(
                 self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stderr", self.user
             )
+            live = None if heartbeat is None else _with_tails(heartbeat, stdout, stderr)
             try:
-                outcome = await run_sandboxed(backend, spec, stdout, stderr, heartbeat=heartbeat)
+                outcome = await run_sandboxed(backend, spec, stdout, stderr, heartbeat=live)
             except SandboxUnavailable as err:
                 raise lw_error(
                     SANDBOX_UNAVAILABLE, f"workflow {scope.workflow_id}: lw.bash cannot run: {err}"
@@ -604,5 +605,23 @@ def _empty_path(local_state: Path) -> Path:
     return local_state / "sandbox" / "empty"
 
 
-def _heartbeat(stdout_bytes: int, stderr_bytes: int) -> None:
-    activity.heartbeat({"stdout_bytes": stdout_bytes, "stderr_bytes": stderr_bytes})
+def _heartbeat(
+    stdout_bytes: int, stderr_bytes: int, tails: tuple[bytes, bytes] = (b"", b"")
+) -> None:
+    details: dict[str, object] = {"stdout_bytes": stdout_bytes, "stderr_bytes": stderr_bytes}
+    # The newest output, for the live view (``lw-temporal run``/``status``): heartbeat
+    # details are shown by describe() and never enter the history.
+    for name, tail in zip(("stdout_tail", "stderr_tail"), tails, strict=True):
+        if tail:
+            details[name] = tail.decode("utf-8", "replace")
+    activity.heartbeat(details)
+
+
+def _with_tails(
+    heartbeat: Callable[..., None], stdout: OutputSink, stderr: OutputSink
+) -> Callable[[int, int], None]:
+    """The command's heartbeat, carrying the newest output of both streams when the
+    activity's own heartbeat takes it."""
+    if heartbeat is not _heartbeat:
+        return heartbeat
+    return lambda out, err: _heartbeat(out, err, (stdout.tail, stderr.tail))

@@ -20,6 +20,13 @@ from pydantic import BaseModel, Field
 
 from .._base import FrozenModel
 from .._bash import BASH_ACTIVITY, BashRequest, BashResult
+from .._edit import (
+    EDIT_ACTIVITY,
+    MEMORY_TOOL_ACTIVITY,
+    EditorRequest,
+    MemoryToolRequest,
+    ToolOutcome,
+)
 from .._ids import Role
 from .._memory import (
     APPEND,
@@ -75,6 +82,16 @@ class ToolKind(StrEnum):
     FINISH = "finish"
 
 
+class Offer(StrEnum):
+    """Which adapters offer a tool: all, those sending function schemas (``memory_*``), or
+    those sending the provider's native tools (which cover ``memory_*``). The loop runs
+    any tool of the role, so a scripted or custom model may call either family."""
+
+    ALWAYS = "always"
+    FUNCTION = "function"
+    NATIVE = "native"
+
+
 @dataclass(frozen=True)
 class Rendered:
     """A result as the model reads it."""
@@ -103,9 +120,20 @@ class Tool(Generic[Req, Res]):
     defaults: Mapping[str, Any] = field(default_factory=dict)
     timeout: Callable[[Req], timedelta] = lambda _: timedelta(seconds=60)
     heartbeat: timedelta | None = None
+    #: The provider's native tool type it is sent as, where the adapter speaks it.
+    native: str | None = None
+    offer: Offer = Offer.ALWAYS
+    #: An answer for calls that need no work (bash's ``restart``), else ``None``.
+    shortcut: Callable[[Mapping[str, Any]], str | None] | None = None
 
     def spec(self) -> ToolSpec:
-        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+        return ToolSpec(
+            name=self.name,
+            description=self.description,
+            parameters=self.parameters,
+            native=self.native,
+            offer=self.offer.value,
+        )
 
     def arguments(self, given: Mapping[str, Any]) -> Req:
         """The validated request; raises pydantic's ValidationError for the model."""
@@ -240,6 +268,16 @@ def _render_search(result: MemorySearchResult) -> Rendered:
     return Rendered("\n".join(lines))
 
 
+def _render_outcome(result: ToolOutcome) -> Rendered:
+    return Rendered(result.text, result.is_error)
+
+
+def _bash_restart(arguments: Mapping[str, Any]) -> str | None:
+    if arguments.get("restart") and not arguments.get("command"):
+        return "The shell has been restarted. (Each command runs in a fresh shell anyway.)"
+    return None
+
+
 _AGENTS = frozenset(Role)
 _MEMORY_TIMEOUT = timedelta(seconds=60)
 #: A store's first search builds its index (seconds for thousands of notes).
@@ -261,6 +299,9 @@ def _activity_tool(
     *,
     timeout: Callable[[Req], timedelta] = lambda _: _MEMORY_TIMEOUT,
     heartbeat: timedelta | None = None,
+    native: str | None = None,
+    offer: Offer = Offer.ALWAYS,
+    shortcut: Callable[[Mapping[str, Any]], str | None] | None = None,
     **defaults: Any,
 ) -> Tool[Req, Res]:
     """A tool every agent has that one activity runs (bash and the memory tools)."""
@@ -277,6 +318,9 @@ def _activity_tool(
         defaults=defaults,
         timeout=timeout,
         heartbeat=heartbeat,
+        native=native,
+        offer=offer,
+        shortcut=shortcut,
     )
 
 
@@ -304,6 +348,7 @@ def _mutation_tool(
         _render_mutation,
         description + _WRITE_NOTE,
         _schema(required, path=_PATH, **properties, if_sha256=_IF_SHA),
+        offer=Offer.FUNCTION,
     )
 
 
@@ -333,6 +378,8 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
         ),
         timeout=_bash_timeout,
         heartbeat=timedelta(seconds=30),
+        native="bash_20250124",
+        shortcut=_bash_restart,
     ),
     _activity_tool(
         "memory_read",
@@ -352,6 +399,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
             ),
         ),
         max_bytes=MEMORY_READ_BYTES,
+        offer=Offer.FUNCTION,
     ),
     _mutation_tool(
         "memory_write",
@@ -396,6 +444,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
             ),
         ),
         limit=MEMORY_LIST_LIMIT,
+        offer=Offer.FUNCTION,
     ),
     _activity_tool(
         "memory_search",
@@ -440,6 +489,32 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
         "Delete a memory file (or a folder with recursive=true).",
         ("path",),
         recursive=_prop("boolean", "Delete a folder and everything in it."),
+    ),
+    _activity_tool(
+        "str_replace_based_edit_tool",
+        EDIT_ACTIVITY,
+        EditorRequest,
+        ToolOutcome,
+        _render_outcome,
+        "Claude's text editor (text_editor_20250728) on the files of your mounts: view a "
+        "file or folder, create a file, str_replace text that occurs once, insert lines. "
+        "/memories/<x>/ is /mnt/memory/<x>/; memory edits are versioned and audited.",
+        EditorRequest.model_json_schema(),
+        native="text_editor_20250728",
+        offer=Offer.NATIVE,
+    ),
+    _activity_tool(
+        "memory",
+        MEMORY_TOOL_ACTIVITY,
+        MemoryToolRequest,
+        ToolOutcome,
+        _render_outcome,
+        "Claude's memory tool (memory_20250818) on your memory stores: /memories/<x>/ is "
+        "/mnt/memory/<x>/, read-only where that mount is. Every change is versioned, "
+        "audited, scanned and within the store's quota.",
+        MemoryToolRequest.model_json_schema(),
+        native="memory_20250818",
+        offer=Offer.NATIVE,
     ),
     Tool(
         name="plan_workflow",

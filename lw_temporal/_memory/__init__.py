@@ -1,7 +1,17 @@
 """Memory stores with integrity (versions, audit, quotas, scanning, exactly-once) and
 the ``lw.memory.*`` activities over them."""
 
-from ._activities import APPEND, DELETE, LIST, READ, REPLACE, SEARCH, WRITE, MemoryActivities
+from ._activities import (
+    APPEND,
+    DELETE,
+    LIST,
+    READ,
+    RENAME,
+    REPLACE,
+    SEARCH,
+    WRITE,
+    MemoryActivities,
+)
 from ._manifest import read_manifest, readers
 from ._names import STORE_FORMS, StoreNotFound
 from ._records import (
@@ -14,6 +24,7 @@ from ._records import (
     MemoryDeleteRequest,
     MemoryListRequest,
     MemoryReadRequest,
+    MemoryRenameRequest,
     MemoryReplaceRequest,
     MemorySearchRequest,
     MemorySearchResult,
@@ -39,6 +50,7 @@ __all__ = [
     "DELETE",
     "LIST",
     "READ",
+    "RENAME",
     "REPLACE",
     "SEARCH",
     "STORE_FORMS",
@@ -53,6 +65,7 @@ __all__ = [
     "MemoryDeleteRequest",
     "MemoryListRequest",
     "MemoryReadRequest",
+    "MemoryRenameRequest",
     "MemoryReplaceRequest",
     "MemorySearchRequest",
     "MemorySearchResult",

@@ -20,7 +20,13 @@ from typing import TypeVar
 from temporalio import activity
 
 from .._config import LwConfig
-from .._errors import MEMORY_OUTSIDE_SCOPE, MEMORY_READ_ONLY, PATH_REJECTED, lw_error
+from .._errors import (
+    INVALID_REQUEST,
+    MEMORY_OUTSIDE_SCOPE,
+    MEMORY_READ_ONLY,
+    PATH_REJECTED,
+    lw_error,
+)
 from .._ids import Role
 from .._scope import MNT, Mount, Scope, StoreKind, StoreRef
 from . import _fs
@@ -31,6 +37,7 @@ from ._records import (
     MemoryDeleteRequest,
     MemoryListRequest,
     MemoryReadRequest,
+    MemoryRenameRequest,
     MemoryReplaceRequest,
     MemorySearchRequest,
     MemorySearchResult,
@@ -49,6 +56,7 @@ REPLACE = "lw.memory.replace"
 LIST = "lw.memory.list"
 DELETE = "lw.memory.delete"
 SEARCH = "lw.memory.search"
+RENAME = "lw.memory.rename"
 
 MEMORY_ROOT = MNT / "memory"
 _HEARTBEAT_EVERY = 5.0
@@ -110,6 +118,7 @@ class MemoryActivities:
         return (
             self.read, self.write, self.append, self.replace, self.list_memory, self.delete,
             self.search,
+            self.rename,
         )  # fmt: skip
 
     # -- activities ---------------------------------------------------------------
@@ -170,6 +179,32 @@ class MemoryActivities:
                 t.store, t.rel, provenance=t.provenance, recursive=request.recursive,
                 if_sha256=request.if_sha256, shown=t.shown, cancel=cancel,
             ),
+        )  # fmt: skip
+
+    @activity.defn(name=RENAME)
+    async def rename(self, request: MemoryRenameRequest) -> MutationResult:
+        """Move a file or folder within its store: versions and audit on both names."""
+        _scope, to_mount, to_rel = self._resolve(request.new_path, write=True)
+        assert to_mount.store is not None
+        store = to_mount.store
+        return await self._mutation(
+            request.path,
+            lambda t, cancel: self._rename(t, store, to_rel, request.new_path, cancel),
+        )
+
+    def _rename(
+        self, t: _Target, store: StoreRef, rel: str, shown: str, cancel: threading.Event
+    ) -> MutationResult:
+        if store != t.store:
+            raise lw_error(
+                INVALID_REQUEST,
+                f"{t.provenance.who()}: {t.shown} and {shown} are in different memory "
+                "stores; a rename moves within one store (write the new file, then delete "
+                "the old one)",
+            )
+        return self.stores.rename(
+            t.store, t.rel, rel, provenance=t.provenance, shown=t.shown, new_shown=shown,
+            cancel=cancel,
         )  # fmt: skip
 
     @activity.defn(name=LIST)

@@ -320,6 +320,14 @@ class MemoryDeleteRequest(_Request):
     if_sha256: str | None = None
 
 
+class MemoryRenameRequest(_Request):
+    """Move a file or folder to ``new_path`` inside the same store (the memory tool's
+    ``rename``); ``new_path`` must not exist yet."""
+
+    path: str = Field(validation_alias=_alias("path", "old_path"))
+    new_path: str
+
+
 class MemoryListRequest(_Request):
     """List a folder of the agent's view, at most ``limit`` entries."""
 

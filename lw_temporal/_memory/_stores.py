@@ -14,7 +14,8 @@ go through. Each concern lives in its own module:
 - :mod:`._ledger`, :mod:`._logfile`: the audit log and the idempotency ledger (the
   ledger and the version references are records in per-store logs, not files);
 - :mod:`._reads`: reading files and listings without the lock;
-- :mod:`._staged`, :mod:`._redact`, :mod:`._prune`: bash commits, redaction, retention
+- :mod:`._staged`, :mod:`._redact`, :mod:`._prune`, :mod:`._rename`: bash commits,
+  redaction, retention, moves
   (the retention methods themselves, and :mod:`._names`'s resolution of what an
   operator types, are mixed into :class:`MemoryStores`);
 - :mod:`._search` (mixed in too), :mod:`._searchquery`, :mod:`._searchdb`,
@@ -62,6 +63,7 @@ from ._records import (
     VersionInfo,
 )
 from ._redact import redact_body
+from ._rename import StoreMoves
 from ._rules import SHA, check_file_kind, check_precondition, file_parts, refuse
 from ._search import StoreSearch
 from ._staged import staged_body
@@ -74,7 +76,7 @@ __all__ = ["STORE_FORMS", "Cancelled", "MemoryStores", "StoreNotFound"]
 _R = TypeVar("_R", bound=BaseModel)
 
 
-class MemoryStores(StoreSearch, StoreRetention):
+class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
     """The memory stores of one data dir.
 
     Args:
