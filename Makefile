@@ -16,13 +16,18 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-# bubblewrap, the sandbox behind lw.bash, and libseccomp2, which compiles its filter.
+# bubblewrap, the sandbox behind lw.bash, and libseccomp2, which compiles its filter;
+# libnss-wrapper gives commands under Landlock their account (whoami, id -un); git is
+# what the tests of ordinary agent work commit with.
+SYSTEM_PACKAGES := bubblewrap libseccomp2 libnss-wrapper git
 system-deps:
-	@if ! command -v bwrap >/dev/null 2>&1 || ! /sbin/ldconfig -p | grep -q 'libseccomp\.so\.2'; then \
+	@if ! command -v bwrap >/dev/null 2>&1 || ! /sbin/ldconfig -p | grep -q 'libseccomp\.so\.2' \
+	    || ! ls /usr/lib/*/libnss_wrapper.so /usr/lib64/libnss_wrapper.so 2>/dev/null | grep -q . \
+	    || ! command -v git >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap libseccomp2; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES); \
 	  else \
-	    echo "bubblewrap or libseccomp2 is missing: run 'sudo apt-get install bubblewrap libseccomp2' (Debian/Ubuntu)" >&2; exit 1; \
+	    echo "a system package is missing: run 'sudo apt-get install $(SYSTEM_PACKAGES)' (Debian/Ubuntu)" >&2; exit 1; \
 	  fi; \
 	fi
 

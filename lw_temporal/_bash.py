@@ -43,8 +43,9 @@ from ._config import LwConfig
 from ._errors import MEMORY_COMMIT_FAILED, SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
 from ._locks import lock_exclusive
 from ._mode import Mode
-from ._pathcheck import CHECK_BUDGET_SECONDS, precheck, withhold_outside
+from ._pathcheck import CHECK_BUDGET_SECONDS, NO_STAGED_MEMORY, precheck, withhold_outside
 from ._sandbox import (
+    Account,
     Backend,
     CaptureLimits,
     Limits,
@@ -314,11 +315,13 @@ class BashActivities:
                 withhold_outside, scope, text_out, check.listing_cwd, budget=CHECK_BUDGET_SECONDS
             )
             text_out, listing_withheld, withheld = listing.text, listing.withheld, listing.note()
+        hint = _hint(scope, backend, spec, raw_err) if outcome.exit_code != 0 else None
         own_virtual = PurePosixPath(scope.cwd)
         notes = [
             f"command timed out after {timeout:g}s" if outcome.timed_out else None,
             outcome.stopped,
             withheld,
+            hint,
         ]
         return BashResult(
             exit_code=TIMEOUT_EXIT_CODE if outcome.timed_out else outcome.exit_code,
@@ -339,6 +342,7 @@ class BashActivities:
             sandbox=backend.guarantees,
             stopped=outcome.stopped,
             listing_withheld=listing_withheld,
+            hint=hint,
         )
 
     def _spec(
@@ -371,6 +375,7 @@ class BashActivities:
             timeout=timeout,
             private_dir=private,
             user=self.user,
+            account=_account(scope),
         )
 
     async def _release(
@@ -522,6 +527,30 @@ async def _beating(
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait({task})
         raise
+
+
+def _hint(scope: Scope, backend: Backend, spec: SandboxSpec, raw_err: str) -> str | None:
+    """Why a failed command may have worked elsewhere: a gap of the backend, or a write
+    to a memory mount that only an overlay (a mount view) can stage."""
+    hint = backend.explain(spec, raw_err)
+    memory = [str(m.real) for m in scope.mounts if m.store and m.writable]
+    if hint is None and not backend.has_mount_view and "denied" in raw_err:
+        return NO_STAGED_MEMORY if any(real in raw_err for real in memory) else None
+    return hint
+
+
+@functools.lru_cache(maxsize=256)
+def _account_of(definition_id: str, role: str, author: str | None) -> Account:
+    return Account(git_author=author or f"{definition_id} {role} <{role}@{definition_id}.invalid>")
+
+
+def _account(scope: Scope) -> Account:
+    """The command's account: its git author is the definition's, or one naming the
+    definition and role (``cr worker <worker@cr.invalid>``)."""
+    definition = scope.definition
+    name = definition.id if definition is not None else "pipeline"
+    author = definition.git_author if definition is not None else None
+    return _account_of(name, scope.role.value, author)
 
 
 def _ref(sink: OutputSink, scope: Scope, own_virtual: PurePosixPath) -> str | None:

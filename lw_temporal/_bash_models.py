@@ -63,3 +63,6 @@ class BashResult(FrozenModel):
     #: Lines of a recursive listing left out of ``stdout`` because they name a path
     #: outside the allowed roots (``stderr`` says so too).
     listing_withheld: int = 0
+    #: Why the command may have failed where the bwrap sandbox would have let it work
+    #: (a documented gap of the backend it ran on), else None; also a ``stderr`` line.
+    hint: str | None = None
