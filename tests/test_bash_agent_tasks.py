@@ -21,8 +21,8 @@ SELECTED = [t for t in TASKS if t.ci]
 #: The selected tasks Landlock cannot run, and the start of the reason it gives.
 LANDLOCK_REFUSES = {
     "python-multiprocessing-pool": "POSIX semaphores and shared memory",
-    "memory-tee-append": "path is read-only: /mnt/memory/workflow/notes.md; this sandbox",
-    "memory-rm-folder": "path is read-only: /mnt/memory/workflow/old; this sandbox",
+    "memory-tee-append": "path is read-only: /mnt/memory/workflow/notes.md; without a mount",
+    "memory-rm-folder": "path is read-only: /mnt/memory/workflow/old; without a mount",
 }
 
 

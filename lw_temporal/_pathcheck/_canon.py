@@ -27,8 +27,9 @@ OUTSIDE = "path is outside the allowed roots"
 READ_ONLY = "path is read-only"
 #: Why a writable memory mount is read-only for bash where the backend has no overlay.
 NO_STAGED_MEMORY = (
-    "this sandbox (Landlock, no mount namespace) cannot stage bash writes to memory: "
-    "write memory with the lw.memory.* activities (the memory_write tool)"
+    "without a mount namespace (the Landlock sandbox) bash writes to memory cannot be "
+    "staged and audited: write memory with the lw.memory.* activities (the "
+    "memory_write tool)"
 )
 
 #: What the sandbox shows of the host, read from the one system view the backends use.
