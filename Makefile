@@ -16,12 +16,14 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-# bubblewrap, the sandbox behind lw.bash, and libseccomp2, which compiles its filter;
+# bubblewrap, the sandbox behind lw.bash, libseccomp2, which compiles its filter, and a
+# python3 under /usr, which the sandbox's self-test runs inside the sandbox;
 # libnss-wrapper gives commands under Landlock their account (whoami, id -un); git is
 # what the tests of ordinary agent work commit with.
-SYSTEM_PACKAGES := bubblewrap libseccomp2 libnss-wrapper git
+SYSTEM_PACKAGES := bubblewrap libseccomp2 python3 libnss-wrapper git
 system-deps:
 	@if ! command -v bwrap >/dev/null 2>&1 || ! /sbin/ldconfig -p | grep -q 'libseccomp\.so\.2' \
+	    || ! { [ -x /usr/bin/python3 ] || [ -x /usr/local/bin/python3 ]; } \
 	    || ! ls /usr/lib/*/libnss_wrapper.so /usr/lib64/libnss_wrapper.so 2>/dev/null | grep -q . \
 	    || ! command -v git >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then \

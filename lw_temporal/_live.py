@@ -30,6 +30,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from ._privacy import PayloadSealed
 from ._workflows import PROGRESS_QUERY, Progress
 
 #: Seconds between two looks at a live tree.
@@ -120,33 +121,73 @@ def _tokens(progress: Progress) -> str:
     return f"tokens {usage.input_tokens} in / {usage.output_tokens} out{cached}"
 
 
-async def _node(client: Client, workflow_id: str, depth: int) -> Node | None:
+#: How a progress query fails when no worker polls the tree's task queue.
+_NO_WORKER = {RPCStatusCode.FAILED_PRECONDITION, RPCStatusCode.DEADLINE_EXCEEDED}
+
+
+async def _node(
+    client: Client, workflow_id: str, depth: int, *, ask: bool = True
+) -> tuple[Node | None, bool]:
+    """The workflow's node, asking its progress unless ``ask`` is false; and whether a
+    worker may answer the next query (one that went unanswered says no worker polls:
+    the rest of the tree, served by the same workers, is then not asked, so a tree
+    whose workers are gone is shown at once, from its histories)."""
     handle = client.get_workflow_handle(workflow_id)
     try:
         status = (await handle.describe()).status
     except RPCError as err:
         if err.status is RPCStatusCode.NOT_FOUND:
-            return None if depth == 0 else Node(workflow_id, depth, None, None)
+            return (None if depth == 0 else Node(workflow_id, depth, None, None)), ask
         raise
     progress: Progress | None = None
-    with contextlib.suppress(RPCError, WorkflowFailureError):
-        progress = await handle.query(
-            PROGRESS_QUERY, result_type=Progress, rpc_timeout=QUERY_TIMEOUT
-        )
-    return Node(workflow_id, depth, progress, status)
+    if ask:
+        try:
+            progress = await handle.query(
+                PROGRESS_QUERY, result_type=Progress, rpc_timeout=QUERY_TIMEOUT
+            )
+        except RPCError as err:
+            ask = err.status not in _NO_WORKER
+        except (WorkflowFailureError, PayloadSealed):
+            pass
+    return Node(workflow_id, depth, progress, status), ask
+
+
+async def _started_children(
+    client: Client, workflow_id: str, status: WorkflowExecutionStatus | None
+) -> list[str]:
+    """The children a workflow started, read from its history: the tree's shape when
+    its progress query gives none (no worker answers, or this client holds no key to
+    open the answer), since a child's workflow ID is not a sealed payload."""
+    if status is None:
+        return []
+    children: dict[str, None] = {}
+    handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(workflow_id)
+    with contextlib.suppress(RPCError):
+        async for event in handle.fetch_history_events():
+            if event.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+                attributes = event.start_child_workflow_execution_initiated_event_attributes
+                children[attributes.workflow_id] = None
+                if len(children) >= TREE_LIMIT:
+                    break
+    return list(children)
 
 
 async def fetch_tree(client: Client, root: str) -> list[Node] | None:
     """The tree under ``root`` in depth-first order, or None when ``root`` does not exist."""
     nodes: list[Node] = []
     pending: list[tuple[str, int]] = [(root, 0)]
+    ask = True
     while pending and len(nodes) < TREE_LIMIT:
         workflow_id, depth = pending.pop()
-        node = await _node(client, workflow_id, depth)
+        node, ask = await _node(client, workflow_id, depth, ask=ask)
         if node is None:
             return None
         nodes.append(node)
-        children = node.progress.children if node.progress else []
+        children = (
+            node.progress.children
+            if node.progress
+            else await _started_children(client, workflow_id, node.status)
+        )
         pending += [(child, depth + 1) for child in reversed(children)]
     return nodes
 

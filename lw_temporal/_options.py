@@ -17,6 +17,7 @@ from pathlib import Path
 from ._agent import DEFAULT_CONTEXT_BUDGET, ORCHESTRATOR_MAX_TURNS
 from ._definitions import MemoryQuota
 from ._dreaming import DEFAULT_INSTRUCTIONS, Consolidator
+from ._privacy import KeyStore
 from ._sandbox import Limits
 from ._scan import Scanner
 from ._topology import DEFAULT_HOST_TIMEOUT
@@ -158,3 +159,29 @@ class DeploymentOptions:
     #: the workflows then index themselves by them (upserting unregistered ones would
     #: fail their tasks) and dreaming finds runs by them.
     search_attributes_registered: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrivacyOptions:
+    """How lw's workflow and activity payloads are kept from whoever reads Temporal's
+    histories (its database, archives, exports, the UI): sealed per run tree, so that
+    ``lw-temporal forget`` makes a tree's payloads unreadable wherever they were copied.
+
+    On by default; ``encrypt=False`` is the explicit choice to store them readable.
+    Every worker, client and codec server of a deployment must share one key store.
+    """
+
+    #: Seal every payload (AES-256-GCM) with its run tree's key.
+    encrypt: bool = True
+    #: Where the keys live; ``None``: one file per tree under the memory root's
+    #: ``.lw/keys/`` (mode 0600). Give a ``KeyStore`` backed by your KMS in production.
+    key_store: KeyStore | None = None
+    #: How long a process uses a key it read before reading it again: a key shredded
+    #: by ``forget`` stops working in every process within this time.
+    key_cache_seconds: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.key_cache_seconds < 0:
+            raise ValueError(
+                f"PrivacyOptions(key_cache_seconds={self.key_cache_seconds!r}): must be >= 0"
+            )

@@ -9,10 +9,12 @@ model) so that nothing of it travels in workflow inputs.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
@@ -33,7 +35,10 @@ from ._options import (
     MemoryOptions,
     ModelCallOptions,
     OrchestratorOptions,
+    PrivacyOptions,
 )
+from ._privacy import EncryptionCodec, FileKeyStore, KeyRing, default_key_store, with_codec
+from ._privacy._registry import register
 from ._retention import RetentionActivities, ScratchRetentionWorkflow
 from ._telemetry._interceptor import telemetry_interceptors
 from ._topology import host_queue
@@ -91,6 +96,7 @@ class LittleWorkflowPlugin(SimplePlugin):
             consolidator.
         deployment: memory and runs roots, host, host timeout, memory id and whether
             the server has lw's search attributes.
+        privacy: payload encryption per run tree (on by default) and its key store.
     """
 
     def __init__(
@@ -107,6 +113,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         memory: MemoryOptions | None = None,
         dreaming: DreamingAgentOptions | None = None,
         deployment: DeploymentOptions | None = None,
+        privacy: PrivacyOptions | None = None,
     ) -> None:
         model_calls = model_calls or ModelCallOptions()
         orchestrator = orchestrator or OrchestratorOptions()
@@ -114,6 +121,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         memory = memory or MemoryOptions()
         dreaming = dreaming or DreamingAgentOptions()
         deployment = deployment or DeploymentOptions()
+        privacy = privacy or PrivacyOptions()
         self.config = LwConfig.create(
             data_dir,
             definitions,
@@ -123,6 +131,12 @@ class LittleWorkflowPlugin(SimplePlugin):
             host_timeout=deployment.host_timeout,
             expected_memory_id=deployment.memory_id,
         )
+        #: The payload codec every client and worker built with this plugin seals with
+        #: (``None`` when ``PrivacyOptions(encrypt=False)``).
+        self.codec: EncryptionCodec | None = None
+        if privacy.encrypt:
+            store = privacy.key_store or default_key_store(self.config.layout)
+            self.codec = EncryptionCodec(KeyRing(store, ttl=privacy.key_cache_seconds))
         activities: list[Callable[..., object]] = []
         #: The admin API of the memory stores (CLI, dreaming promotion, bash capture).
         self.memory = MemoryStores.for_config(
@@ -169,7 +183,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         self.activity_callables: Sequence[Callable[..., object]] = tuple(activities)
         super().__init__(
             PLUGIN_NAME,
-            data_converter=pydantic_data_converter,
+            data_converter=with_codec(pydantic_data_converter, self.codec),
             activities=list(activities),
             workflows=list(workflows),
             workflow_runner=_passthrough,
@@ -196,10 +210,28 @@ class LittleWorkflowPlugin(SimplePlugin):
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         config = super().configure_worker(config)
+        client = config.get("client")
+        if client is not None:
+            self._register_keys(client, config.get("task_queue", ""))
         if self._is_host_queue(config.get("task_queue", "")):
             # The host queue carries activities only; workflows run anywhere.
             config["workflows"] = []
         return config
+
+    def _register_keys(self, client: Client, task_queue: str) -> None:
+        """Say on this host which key store serves the worker's namespace, so a
+        ``lw-temporal`` command run here by a user who can read the keys finds them
+        (:mod:`._privacy._registry`); done as the worker is built, so before it says
+        it is ready; a problem is a warning, never a failed start."""
+        store = None if self.codec is None else self.codec.ring.store
+        if not isinstance(store, FileKeyStore) or self._is_host_queue(task_queue):
+            return
+        target = client.service_client.config.target_host
+        for problem in register(target, client.namespace, task_queue, store):
+            logging.getLogger(__name__).warning(
+                "lw-temporal commands on this host will not find this worker's keys: %s",
+                problem,
+            )
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         """Check the roots before polling; a pinned worker also serves its host queue

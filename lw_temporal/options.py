@@ -21,15 +21,20 @@ from ._options import (
     MemoryOptions,
     ModelCallOptions,
     OrchestratorOptions,
+    PrivacyOptions,
 )
+from ._privacy import FileKeyStore, KeyStore
 from ._sandbox import Limits
 
 __all__ = [
     "BashOptions",
     "DeploymentOptions",
     "DreamingAgentOptions",
+    "FileKeyStore",
+    "KeyStore",
     "Limits",
     "MemoryOptions",
     "ModelCallOptions",
     "OrchestratorOptions",
+    "PrivacyOptions",
 ]

@@ -7,7 +7,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +48,16 @@ def searchable_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
         return path
 
     tmp_path_factory.mktemp = mktemp  # type: ignore[method-assign]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Workers register their key stores for the command line to find (README,
+    Privacy) under ``$XDG_STATE_HOME``: the session's own, not the home of whoever runs
+    the tests."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state-home")))
+        yield
 
 
 @pytest_asyncio.fixture(scope="session")

@@ -30,16 +30,19 @@ async def metrics_port(
 ) -> AsyncIterator[int]:
     """A real ``lw-temporal worker`` process serving the test definitions."""
     port = _free_port()
-    async with worker_process(
-        dev_env,
-        tmp_path_factory.mktemp("live-data"),
-        TASK_QUEUE,
-        "--metrics-port",
-        str(port),
-        "--metrics-host",
-        "127.0.0.1",
-    ):
-        yield port
+    data_dir = tmp_path_factory.mktemp("live-data")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LW_DATA_DIR", str(data_dir))  # the CLI opens payloads with its keys
+        async with worker_process(
+            dev_env,
+            data_dir,
+            TASK_QUEUE,
+            "--metrics-port",
+            str(port),
+            "--metrics-host",
+            "127.0.0.1",
+        ):
+            yield port
 
 
 async def test_a_run_that_succeeds_shows_its_tree_and_exits_0(

@@ -19,8 +19,10 @@ __all__ = ["build_model", "build_parser", "load_object", "main", "parse_duration
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ._codec_server import add_codec_server
     from ._demo import add_demo
     from ._dream import add_dream
+    from ._forget import add_forget
     from ._gc import add_gc
     from ._memory import add_memory
     from ._run import add_run
@@ -31,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Durable, sandboxed working memory for AI agents on Temporal.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (add_demo, add_worker, add_dream, add_gc, add_memory, add_run):
+    adders = (add_demo, add_worker, add_dream, add_gc, add_memory, add_run)
+    for add in (*adders, add_codec_server, add_forget):
         add(sub)
     return parser
 

@@ -107,11 +107,12 @@ def add_connection(parser: argparse.ArgumentParser) -> None:
 
 async def connect(args: argparse.Namespace) -> Client:
     """A client of ``--address``/``--namespace`` with the pydantic converter, which
-    every lw workflow's inputs and results need."""
-    from temporalio.contrib.pydantic import pydantic_data_converter
+    every lw workflow's inputs and results need, sealing and opening payloads with the
+    workers' keys (see :mod:`._keys`)."""
+    from ._keys import client_converter
 
     return await Client.connect(
-        args.address, namespace=args.namespace, data_converter=pydantic_data_converter
+        args.address, namespace=args.namespace, data_converter=client_converter(args)
     )
 
 

@@ -20,6 +20,7 @@ from ._common import (
     parse_duration,
     then_exit,
 )
+from ._keys import add_keys
 
 
 def add_dream(sub: Commands) -> None:
@@ -43,6 +44,7 @@ def add_dream(sub: Commands) -> None:
     schedule.add_argument("--schedule-id", default=None)
     schedule.add_argument("--now", action="store_true", help="also start one dream immediately")
     add_connection(schedule)
+    add_keys(schedule)
     schedule.set_defaults(handler=then_exit(_schedule))
 
     listing = verbs.add_parser("list", help="dreams waiting for review (or all with --all)")
@@ -51,6 +53,7 @@ def add_dream(sub: Commands) -> None:
         "--task-queue", default=None, help="only the dreams that run on this task queue"
     )
     add_connection(listing)
+    add_keys(listing)
     listing.set_defaults(handler=then_exit(_list))
 
     show = verbs.add_parser(
@@ -62,6 +65,7 @@ def add_dream(sub: Commands) -> None:
     )
     _accept_task_queue(show)
     add_connection(show)
+    add_keys(show)
     show.set_defaults(handler=then_exit(_show))
 
     for verb, help_text in (
@@ -83,6 +87,7 @@ def add_dream(sub: Commands) -> None:
             )
         _accept_task_queue(decide)
         add_connection(decide)
+        add_keys(decide)
         decide.set_defaults(handler=then_exit(_decide_handler(verb)))
 
 

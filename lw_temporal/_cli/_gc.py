@@ -73,12 +73,14 @@ async def _gc(args: argparse.Namespace) -> int:
     except Exception as err:
         return failed("gc", err)
     verb = "would remove" if report.dry_run else "removed"
-    for item in report.removed:
+    for item in (*report.removed, *report.bookkeeping_removed):
         print(f"{verb} {item.path} ({item.files} files, {item.bytes} bytes; {item.why})")
     for skipped in report.skipped:
         print(f"skipped {skipped}", file=sys.stderr)
     print(
         f"{verb} {report.removed_count} scratch folders ({report.removed_bytes} bytes); "
-        f"kept {report.kept_running} of running runs, {report.kept_recent} recent"
+        f"kept {report.kept_running} of running runs, {report.kept_recent} recent; "
+        f"{verb} {report.bookkeeping_removed_count} conversation and dream proposal folders "
+        f"of those runs ({report.bookkeeping_removed_bytes} bytes)"
     )
     return 1 if report.skipped else 0

@@ -121,7 +121,10 @@ def add_memory(sub: Commands) -> None:
     restore.add_argument("--definitions", default=None, help=_QUOTA_HELP)
 
     redact = verb(
-        "redact", "remove text from a file and from every kept version of it", _redact,
+        "redact",
+        "remove text from a file, every kept version of it and the runs' copies "
+        "(conversations, scratch, dream bookkeeping); print every other place it stays",
+        _redact,
         by="who redacts",
     )  # fmt: skip
     redact.add_argument(
@@ -277,15 +280,17 @@ def _redact(target: Target, args: argparse.Namespace) -> int:
     )
     if not result.versions_redacted:
         print(f"{where}: PATTERN not found in the file or its kept versions; nothing changed")
-        return 0
-    rewritten = len(result.versions_redacted) - (1 if result.current_changed else 0)
-    current = (
-        f"the file is now {result.content_sha256}"
-        if result.current_changed
-        else "the current file did not contain it"
-    )
-    print(f"redacted {where} by {args.by}: {current}; {rewritten} earlier version(s) rewritten")
-    return 0
+    else:
+        rewritten = len(result.versions_redacted) - (1 if result.current_changed else 0)
+        current = (
+            f"the file is now {result.content_sha256}"
+            if result.current_changed
+            else "the current file did not contain it"
+        )
+        print(f"redacted {where} by {args.by}: {current}; {rewritten} earlier version(s) rewritten")
+    from ._redact_reach import print_reach
+
+    return print_reach(stores, store, rel, args, result)
 
 
 def _retention(target: Target, args: argparse.Namespace) -> int:

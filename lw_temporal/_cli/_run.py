@@ -25,8 +25,11 @@ from .._live import (
     one_line,
     report_failures,
 )
+from .._privacy import KeyShredded, PayloadSealed
+from .._privacy._registry import AmbiguousKeyStore
 from .._workflows import AgentInput, AgentResult
 from ._common import Commands, add_connection, connect, then_exit
+from ._keys import add_keys
 
 
 def add_run(sub: Commands) -> None:
@@ -43,6 +46,7 @@ def add_run(sub: Commands) -> None:
     run.add_argument("words", nargs="+", metavar="[definition] task")
     run.add_argument("--pipeline", action="store_true", help="start an orchestrator")
     add_connection(run)
+    add_keys(run)
     run.add_argument("--task-queue", default="lw")
     run.add_argument("--id", default=None, help="the run token (default: time and random)")
     run.add_argument(
@@ -55,6 +59,7 @@ def add_run(sub: Commands) -> None:
     status = sub.add_parser("status", help="show one snapshot of a run's tree")
     status.add_argument("workflow_id")
     add_connection(status)
+    add_keys(status)
     status.set_defaults(handler=then_exit(status_command))
 
 
@@ -108,20 +113,27 @@ async def run_command(args: argparse.Namespace) -> int:
     client = await connect(args)
     screen = Screen()
     print(f"starting {agent_id.workflow_type} {workflow_id} on task queue {args.task_queue}")
-    handle = await traced(client, args).start_workflow(
-        agent_id.workflow_type,
-        AgentInput(task=task),
-        id=workflow_id,
-        task_queue=args.task_queue,
-        result_type=AgentResult,
-    )
+    try:
+        handle = await traced(client, args).start_workflow(
+            agent_id.workflow_type,
+            AgentInput(task=task),
+            id=workflow_id,
+            task_queue=args.task_queue,
+            result_type=AgentResult,
+        )
+    except (AmbiguousKeyStore, KeyShredded) as err:  # no key to seal the task with
+        raise SystemExit(f"lw-temporal run: {err}") from None
     done = asyncio.Event()
     watcher = asyncio.create_task(follow(client, workflow_id, screen, done))
     result: AgentResult | None = None
+    sealed = False
     try:
         result = await handle.result()
     except WorkflowFailureError:
         pass  # named below, with the rest of the tree's failures
+    except PayloadSealed as err:
+        sealed = True  # the run ended; this command holds no keys to read its result
+        print(f"lw-temporal: {workflow_id} ended; its result is sealed: {err}", file=sys.stderr)
     finally:
         done.set()
     nodes = await watcher
@@ -132,7 +144,7 @@ async def run_command(args: argparse.Namespace) -> int:
         print(one_line(result.summary, 400))
         if result.tree_usage.model_calls:
             print(f"tokens, whole tree: {result.tree_usage.line()}")
-    elif not code:
+    elif not code and not sealed:
         why = await failure_message(client, workflow_id)
         print(f"lw-temporal: workflow {workflow_id} failed: {why}", file=sys.stderr)
         code = 1

@@ -22,6 +22,7 @@ from ._common import (
     parse_duration,
     then_exit,
 )
+from ._keys import add_worker_privacy, worker_privacy
 
 
 def add_worker(sub: Commands) -> None:
@@ -61,6 +62,7 @@ def add_worker(sub: Commands) -> None:
         help="the server has the LwRole/LwDefinition keyword search attributes",
     )
     add_worker_options(worker)
+    add_worker_privacy(worker)
     worker.set_defaults(handler=then_exit(_run_worker))
 
 
@@ -79,6 +81,7 @@ async def _run_worker(args: argparse.Namespace) -> int:
     if args.sandbox is not None:
         options["sandbox"] = args.sandbox
     options.update(plugin_options(args))
+    options["privacy"] = worker_privacy(args)
     try:
         plugin = LittleWorkflowPlugin(
             args.data_dir,

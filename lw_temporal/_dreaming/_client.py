@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Sequence
 from datetime import timedelta
 
+from temporalio.api.common.v1 import Payloads
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
     ScheduleHandle,
@@ -13,11 +15,12 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowQueryFailedError,
 )
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from .._ids import DREAMING_WORKFLOW, InvalidWorkflowId, check_definition_id, parse_workflow_id
 from .._schedules import create_interval_schedule
 from ._records import (
+    DREAM_SHOW,
     QUERY_STATE,
     SCHEDULED_TOKEN,
     UPDATE_APPROVE,
@@ -126,12 +129,75 @@ async def list_dreams(
 
 
 async def show_dream(client: Client, workflow_id: str, *, max_bytes: int = 64 * 1024) -> ShowResult:
-    """A waiting dream's proposal as a unified diff per file, with the runs each note
-    came from (the worker renders it; the whole text is kept in its data dir)."""
-    result: ShowResult = await client.get_workflow_handle(workflow_id).execute_update(
-        UPDATE_SHOW, max_bytes, result_type=ShowResult
-    )
+    """A dream's proposal as a unified diff per file, with the runs each note came
+    from: rendered by the worker while the dream waits (the whole text is kept in its
+    data dir); once the dream closed, its outcome and the diff it last showed, read
+    from its history."""
+    handle = client.get_workflow_handle(workflow_id, result_type=DreamResult)
+    try:
+        result: ShowResult = await handle.execute_update(
+            UPDATE_SHOW, max_bytes, result_type=ShowResult
+        )
+    except RPCError as err:
+        if err.status is not RPCStatusCode.NOT_FOUND:
+            raise
+        if (await handle.describe()).status is WorkflowExecutionStatus.RUNNING:
+            raise  # (an unknown dream: describe has raised NOT_FOUND already)
+        return await _closed_dream(client, workflow_id, max_bytes)
     return result
+
+
+async def _closed_dream(client: Client, workflow_id: str, max_bytes: int) -> ShowResult:
+    """What ``show`` says of a closed dream: its status, decision and promotion, then
+    the diff its reviewer was shown (the last ``lw.dreaming.show`` result)."""
+    handle = client.get_workflow_handle(workflow_id, result_type=DreamResult)
+    outcome = await handle.result()
+    lines = [f"# {workflow_id}: {outcome.status.value} (closed)"]
+    if outcome.decision is not None:
+        why = f": {outcome.decision.why}" if outcome.decision.why else ""
+        lines.append(f"# decided by {outcome.decision.who}{why}")
+    if outcome.promotion is not None:
+        for label, paths in (
+            ("promoted", outcome.promotion.promoted),
+            ("dropped", outcome.promotion.dropped),
+        ):
+            lines += [f"# {label} {outcome.target}/{path}" for path in paths]
+    shown = await _last_shown(client, workflow_id)
+    if shown is None:
+        lines.append("# its proposal was never shown; the changes it proposed:")
+        for change in outcome.changes:
+            kind = "new" if change.base_sha256 is None else "changed"
+            lines.append(f"#   {kind} {outcome.target}/{change.path} ({change.bytes} bytes)")
+    head = "\n".join(lines) + "\n"
+    text = head + (shown.text if shown else "")
+    data = text.encode("utf-8")
+    cut = len(data) > max_bytes
+    if cut:
+        text = data[:max_bytes].decode("utf-8", "ignore")
+    return ShowResult(
+        text=text,
+        truncated=cut or (shown is not None and shown.truncated),
+        path=shown.path if shown else "",
+    )
+
+
+async def _last_shown(client: Client, workflow_id: str) -> ShowResult | None:
+    """The result of the dream's last completed ``lw.dreaming.show`` activity."""
+    shows: set[int] = set()
+    last: Payloads | None = None
+    async for event in client.get_workflow_handle(workflow_id).fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            if event.activity_task_scheduled_event_attributes.activity_type.name == DREAM_SHOW:
+                shows.add(event.event_id)
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            attributes = event.activity_task_completed_event_attributes
+            if attributes.scheduled_event_id in shows:
+                last = attributes.result
+    if last is None or not last.payloads:
+        return None
+    decoded = await client.data_converter.decode(last.payloads, [ShowResult])
+    shown: ShowResult = decoded[0]
+    return shown
 
 
 async def approve_dream(
