@@ -16,18 +16,23 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-# bubblewrap, the sandbox behind lw.bash, libseccomp2, which compiles its filter, a
-# python3 under /usr, which the sandbox's self-test runs inside the sandbox, and
-# chromium, the headless browser the review page's tests drive (tests only: without it,
-# and not root, those tests are skipped, saying so).
+# bubblewrap, the sandbox behind lw.bash, libseccomp2, which compiles its filter, and a
+# python3 under /usr, which the sandbox's self-test runs inside the sandbox;
+# libnss-wrapper gives commands under Landlock their account (whoami, id -un); git is
+# what the tests of ordinary agent work commit with; chromium is the headless browser
+# the review page's tests drive (installed for root; without it those tests are skipped,
+# saying so).
+SYSTEM_PACKAGES := bubblewrap libseccomp2 python3 libnss-wrapper git chromium
 system-deps:
 	@if ! command -v bwrap >/dev/null 2>&1 || ! /sbin/ldconfig -p | grep -q 'libseccomp\.so\.2' \
 	    || ! { [ -x /usr/bin/python3 ] || [ -x /usr/local/bin/python3 ]; } \
+	    || ! ls /usr/lib/*/libnss_wrapper.so /usr/lib64/libnss_wrapper.so 2>/dev/null | grep -q . \
+	    || ! command -v git >/dev/null 2>&1 \
 	    || { [ "$$(id -u)" = 0 ] && [ ! -x /usr/bin/chromium ]; }; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap libseccomp2 python3 chromium; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES); \
 	  else \
-	    echo "bubblewrap, libseccomp2 or python3 is missing: run 'sudo apt-get install bubblewrap libseccomp2 python3 chromium' (Debian/Ubuntu)" >&2; exit 1; \
+	    echo "a system package is missing: run 'sudo apt-get install $(SYSTEM_PACKAGES)' (Debian/Ubuntu)" >&2; exit 1; \
 	  fi; \
 	fi
 

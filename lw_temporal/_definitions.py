@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
@@ -19,6 +20,7 @@ from ._base import FrozenModel
 from ._ids import DREAMING_DEFINITION_ID, check_definition_id
 
 Access = Literal["rw", "ro", "none"]
+_GIT_AUTHOR = re.compile(r"[^<>\n]+ <[^<>\s]+>")
 
 
 def canonical_json(value: Any) -> bytes:
@@ -87,7 +89,11 @@ class MemoryQuota(FrozenModel):
 
 class WorkflowDefinition(FrozenModel):
     """One agent workflow: its id, what its agents are told, its memory and which of its
-    agents' actions a person approves first (``approvals``)."""
+    agents' actions a person approves first (``approvals``).
+
+    ``git_author`` (``"Name <email>"``) is who its agents' git commits are by in the
+    sandbox (default: the definition and role, ``cr worker <worker@cr.invalid>``); it
+    is not part of the definition's hash, so setting it moves no memory."""
 
     id: str
     instructions: str = ""
@@ -96,11 +102,21 @@ class WorkflowDefinition(FrozenModel):
     quota: MemoryQuota = MemoryQuota()
     max_turns: int = Field(default=24, gt=0, le=10_000)
     approvals: tuple[ApprovalRule, ...] = Field(default=(), max_length=100)
+    git_author: str | None = Field(default=None, exclude=True)
 
     @field_validator("id")
     @classmethod
     def _id(cls, value: str) -> str:
         return check_definition_id(value)
+
+    @field_validator("git_author")
+    @classmethod
+    def _git_author(cls, value: str | None) -> str | None:
+        if value is not None and (not _GIT_AUTHOR.fullmatch(value) or value != value.strip()):
+            raise ValueError(
+                f"git_author must look like 'Name <email>' (as git commit --author), got {value!r}"
+            )
+        return value
 
     def canonical(self) -> bytes:
         # A definition without approval rules hashes as before there were rules (its

@@ -25,6 +25,8 @@ SCAN_BLOCKED = "LwScanBlocked"
 #: Writing a command's memory changes to the store failed (disk full, a path the
 #: file system refuses): the command's staging is gone, so a retry cannot help.
 MEMORY_COMMIT_FAILED = "LwMemoryCommitFailed"
+#: Memory search cannot run on this worker (its Python's SQLite has no FTS5).
+MEMORY_SEARCH_UNAVAILABLE = "LwMemorySearchUnavailable"
 MODEL_FAILED = "LwModelFailed"
 HIERARCHY_VIOLATION = "LwHierarchyViolation"
 TURN_LIMIT = "LwTurnLimit"
@@ -62,6 +64,7 @@ NON_RETRYABLE: tuple[str, ...] = (
     QUOTA_EXCEEDED,
     SCAN_BLOCKED,
     MEMORY_COMMIT_FAILED,
+    MEMORY_SEARCH_UNAVAILABLE,
     HIERARCHY_VIOLATION,
     TURN_LIMIT,
     MODEL_NOT_CONFIGURED,

@@ -2,18 +2,24 @@
 demo show.
 
 The tree is what the ``lw.progress`` query of each workflow describes: each agent's
-role, definition, turn, what it is doing and its tokens. On a terminal the tree is
-redrawn in place; piped, each change is one plain line, so logs stay readable. Every
-workflow of the tree that failed is named with its whole chain of causes.
+role, definition, turn, what it is doing and its tokens, with its latest model text
+and, while a command runs, the newest lines of its output (from the running ``lw.bash``
+activity's heartbeat details, which ``describe()`` shows and the history never holds).
+On a terminal the tree is redrawn in place; piped, each change is one plain line (the
+command output left out), so logs stay readable. Every workflow of the tree that
+failed is named with its whole chain of causes. Whatever an agent wrote is printed
+through :func:`terminal_text`: it never reaches the terminal as control sequences.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import secrets
 import sys
 import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -23,6 +29,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.failure.v1 import Failure
 from temporalio.client import (
     Client,
+    WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
@@ -41,6 +48,10 @@ NO_WORKER_HINT_SECONDS = 10.0
 QUERY_TIMEOUT = timedelta(seconds=5)
 #: Workflows of one tree looked at each time (a larger tree shows its first ones).
 TREE_LIMIT = 200
+#: Characters of an agent's latest text, and lines of a running command's output, shown.
+SAID_WIDTH = 100
+OUTPUT_LINES = 2
+_BASH_ACTIVITY = "lw.bash"
 
 _CLOSED_LABEL = {
     WorkflowExecutionStatus.COMPLETED: "finished",
@@ -66,6 +77,8 @@ class Node:
     depth: int
     progress: Progress | None
     status: WorkflowExecutionStatus | None
+    #: The newest output of the command the agent is running, if any.
+    output: str = ""
 
     @property
     def failed(self) -> bool:
@@ -105,11 +118,42 @@ class Node:
             parts.append(one_line(progress.summary, 80))
         return "  ".join(parts)
 
+    def details(self, *, output: bool) -> list[str]:
+        """The lines under a running agent's: its latest text, its command's output."""
+        progress = self.progress
+        running = self.status is None or self.status is WorkflowExecutionStatus.RUNNING
+        if progress is None or not running:
+            return []
+        indent = "  " * (self.depth + 2)
+        said = one_line(progress.said, SAID_WIDTH)
+        lines = [f"{indent}says: {said}"] if said else []
+        if output and self.output:
+            tail = [line for line in self.output.splitlines() if line.strip()]
+            lines += [f"{indent}| {one_line(line, SAID_WIDTH)}" for line in tail[-OUTPUT_LINES:]]
+        return lines
+
 
 def one_line(text: str, limit: int) -> str:
-    """``text`` on one line of at most ``limit`` characters, for a tree line or a summary."""
-    flat = " ".join(text.split())
+    """``text`` on one line of at most ``limit`` characters, for a tree line or a summary
+    (agent-written: escaped by :func:`terminal_text`)."""
+    flat = terminal_text(" ".join(text.split()))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def terminal_text(text: str) -> str:
+    """Agent-written ``text`` made inert for a terminal: control characters (escape
+    sequences, carriage returns, C1 controls) and invisible format characters (bidi
+    overrides) are shown as ``\\xNN``/``\\uNNNN`` instead of acting."""
+    out = _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    if out.isascii():
+        return out
+    return "".join(
+        f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Cf", "Co", "Cn", "Cs") else c
+        for c in out
+    )
 
 
 def _tokens(progress: Progress) -> str:
@@ -134,7 +178,8 @@ async def _node(
     whose workers are gone is shown at once, from its histories)."""
     handle = client.get_workflow_handle(workflow_id)
     try:
-        status = (await handle.describe()).status
+        described = await handle.describe()
+        status = described.status
     except RPCError as err:
         if err.status is RPCStatusCode.NOT_FOUND:
             return (None if depth == 0 else Node(workflow_id, depth, None, None)), ask
@@ -149,7 +194,8 @@ async def _node(
             ask = err.status not in _NO_WORKER
         except (WorkflowFailureError, PayloadSealed):
             pass
-    return Node(workflow_id, depth, progress, status), ask
+    output = await _command_output(client, described)
+    return Node(workflow_id, depth, progress, status, output), ask
 
 
 async def _started_children(
@@ -170,6 +216,19 @@ async def _started_children(
                 if len(children) >= TREE_LIMIT:
                     break
     return list(children)
+
+
+async def _command_output(client: Client, described: WorkflowExecutionDescription) -> str:
+    """The newest output of a running ``lw.bash`` activity, from its heartbeat details."""
+    for pending in described.raw_description.pending_activities:
+        if pending.activity_type.name != _BASH_ACTIVITY or not pending.heartbeat_details.payloads:
+            continue
+        with contextlib.suppress(Exception):  # details of another version: show none
+            details = await client.data_converter.decode(pending.heartbeat_details.payloads)
+            latest = details[-1] if details else None
+            if isinstance(latest, dict):
+                return str(latest.get("stdout_tail") or latest.get("stderr_tail") or "")
+    return ""
 
 
 async def fetch_tree(client: Client, root: str) -> list[Node] | None:
@@ -229,12 +288,15 @@ class Screen:
         if self.live:
             if nodes:
                 clear = f"\x1b[{self._drawn}F\x1b[J" if self._drawn else ""
-                self.out(clear + "\n".join(node.line() for node in nodes))
-                self._drawn = len(nodes)
+                lines = [
+                    line for node in nodes for line in (node.line(), *node.details(output=True))
+                ]
+                self.out(clear + "\n".join(lines))
+                self._drawn = len(lines)
             return
         elapsed = time.monotonic() - self.started
         for node in nodes:
-            line = node.line()
+            line = "\n".join((node.line(), *node.details(output=False)))
             if self._last.get(node.workflow_id) != line:
                 self._last[node.workflow_id] = line
                 self.out(f"[{elapsed:6.1f}s] {line}")

@@ -17,6 +17,7 @@ from pathlib import Path
 from ._agent import DEFAULT_CONTEXT_BUDGET, ORCHESTRATOR_MAX_TURNS
 from ._definitions import MemoryQuota
 from ._dreaming import DEFAULT_INSTRUCTIONS, Consolidator
+from ._memory import Embedder
 from ._privacy import KeyStore
 from ._sandbox import Limits
 from ._scan import Scanner
@@ -95,7 +96,7 @@ class BashOptions:
 @dataclass(frozen=True, kw_only=True)
 class MemoryOptions:
     """What every write to memory must pass, whoever makes it (memory activities, bash
-    capture, dreaming promotion, the admin API)."""
+    capture, dreaming promotion, the admin API), and how agents' searches rank."""
 
     #: Checks every content written; ``None`` uses ``DefaultScanner`` (blocks secrets,
     #: reports PII).
@@ -103,6 +104,9 @@ class MemoryOptions:
     #: Quota of pipeline, org and dreaming stores (a workflow store takes its
     #: definition's ``quota``); ``None`` uses ``MemoryQuota()``.
     store_quota: MemoryQuota | None = None
+    #: Makes ``memory_search`` rank by meaning as well as by words (e.g.
+    #: ``lw_temporal.models.OpenAIEmbedder``); ``None`` ranks by words only.
+    embedder: Embedder | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

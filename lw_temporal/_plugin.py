@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ from ._bash import BashActivities
 from ._config import LwConfig
 from ._definitions import WorkflowDefinition
 from ._dreaming import DreamingActivities, DreamingWorkflow
+from ._edit import EditActivities
 from ._memory import MemoryActivities, MemoryStores
 from ._memory._capture import bash_committer
 from ._options import (
@@ -44,6 +46,10 @@ from ._retention import RetentionActivities, ScratchRetentionWorkflow
 from ._telemetry._interceptor import telemetry_interceptors
 from ._topology import host_queue
 from ._workflows import WORKFLOWS
+
+#: How often a running activity's heartbeat details reach the server at most (the live
+#: tree shows a command's newest output from them).
+LIVE_HEARTBEAT_EVERY = timedelta(seconds=2)
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -97,7 +103,8 @@ class LittleWorkflowPlugin(SimplePlugin):
             context budget of each call.
         orchestrator: the orchestrator's instructions and turn budget.
         bash: output cap, resource limits and span contents of each command.
-        memory: the scanner and the shared stores' quota every memory write passes.
+        memory: the scanner and the shared stores' quota every memory write passes,
+            and the embedder that lets agents' searches rank by meaning.
         dreaming: the dreaming agent's instructions, turn budget and model-free
             consolidator.
         deployment: memory and runs roots, host, host timeout, memory id and whether
@@ -148,7 +155,9 @@ class LittleWorkflowPlugin(SimplePlugin):
         self.memory = MemoryStores.for_config(
             self.config, scanner=memory.scanner, store_quota=memory.store_quota
         )
-        self.memory_activities = MemoryActivities(self.config, self.memory)
+        self.memory_activities = MemoryActivities(
+            self.config, self.memory, embedder=memory.embedder
+        )
         activities += self.memory_activities.callables
         self.bash_activities = BashActivities(
             self.config,
@@ -158,6 +167,9 @@ class LittleWorkflowPlugin(SimplePlugin):
             commit_staged=bash_committer(self.memory),
         )
         activities += self.bash_activities.callables
+        #: Claude's text editor and memory tool over the same stores and sandbox user.
+        self.edit_activities = EditActivities(self.memory_activities, self.bash_activities.user)
+        activities += self.edit_activities.callables
         workflows: list[type] = list(WORKFLOWS)
         local_activity = model_calls.local_activity
         if local_activity is None:
@@ -221,6 +233,10 @@ class LittleWorkflowPlugin(SimplePlugin):
         client = config.get("client")
         if client is not None:
             self._register_keys(client, config.get("task_queue", ""))
+        # A running command's newest output reaches the live tree through its heartbeat
+        # details, which the SDK sends at most this often.
+        throttle = config.get("max_heartbeat_throttle_interval") or LIVE_HEARTBEAT_EVERY
+        config["max_heartbeat_throttle_interval"] = min(throttle, LIVE_HEARTBEAT_EVERY)
         if self._is_host_queue(config.get("task_queue", "")):
             # The host queue carries activities only; workflows run anywhere.
             config["workflows"] = []

@@ -119,6 +119,10 @@ class Scope:
         if memory:
             lines.append("Memory mounts (filesystem; read with bash):")
             lines += [f"- {m.virtual}/ ({m.mode.value}) — {m.purpose}" for m in memory]
+            lines.append(
+                "Search them with the memory_search tool (best-matching files first, with "
+                "line numbers) before reading files one by one."
+            )
         if scratch:
             if lines:
                 lines.append("")

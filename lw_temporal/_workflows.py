@@ -88,6 +88,8 @@ __all__ = ["PROGRESS_QUERY", "WORKFLOWS", "AgentInput", "AgentResult", "Progress
 CARRIED_BYTES = 256 * 1024
 #: Replies in a row cut at the output token limit before the run fails.
 OUTPUT_LIMIT_HITS = 3
+#: UTF-8 bytes of the model's latest text the progress query shows.
+SAID_CAP = 1024
 
 PROGRESS_QUERY = "lw.progress"
 MEMO_ROLE = "lw.role"
@@ -216,6 +218,7 @@ class _Agent(Approvals):
             children=list(self._state.children),
             failed_tools=self._state.failed_tools,
             summary=self._summary,
+            said=clip(self._exchanges[-1].reply.text, SAID_CAP) if self._exchanges else "",
             usage=self._state.usage,
             tree_usage=self._state.usage + self._state.children_usage,
             approvals=list(self._gate.book.pending),
@@ -515,6 +518,9 @@ class _Agent(Approvals):
         refusal = self._refusal(call, spec)
         if refusal is not None or spec is None or spec.activity is None:
             return self._result(call, turn, refusal or f"{call.name}: not a tool", error=True)
+        given = spec.shortcut(call.arguments) if spec.shortcut is not None else None
+        if given is not None:
+            return self._result(call, turn, given)
         # Validated here, before scheduling: a malformed call goes straight back to the
         # model instead of failing the activity's input decoding and burning retries.
         try:

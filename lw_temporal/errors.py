@@ -29,6 +29,8 @@ Memory:
 - ``SCAN_BLOCKED``: the scanner found content (a secret) it blocks.
 - ``MEMORY_COMMIT_FAILED``: writing a command's changes to the store failed.
 - ``MEMORY_BUSY``: the store's lock stayed held past the wait limit (retried).
+- ``MEMORY_SEARCH_UNAVAILABLE``: memory search needs SQLite's FTS5, which this
+  worker's Python lacks.
 
 Models:
 
@@ -63,6 +65,7 @@ from ._errors import (
     MEMORY_NOT_FOUND,
     MEMORY_OUTSIDE_SCOPE,
     MEMORY_READ_ONLY,
+    MEMORY_SEARCH_UNAVAILABLE,
     MODEL_AUTH,
     MODEL_CONTEXT_OVERFLOW,
     MODEL_FAILED,
@@ -96,6 +99,7 @@ __all__ = [
     "MEMORY_NOT_FOUND",
     "MEMORY_OUTSIDE_SCOPE",
     "MEMORY_READ_ONLY",
+    "MEMORY_SEARCH_UNAVAILABLE",
     "MODEL_AUTH",
     "MODEL_CONTEXT_OVERFLOW",
     "MODEL_FAILED",

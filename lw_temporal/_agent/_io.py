@@ -117,6 +117,9 @@ class Progress(BaseModel):
     children: list[str] = Field(default_factory=list)
     failed_tools: int = 0
     summary: str | None = None
+    #: The model's latest text (its newest reply, cut to SAID_CAP bytes), for the live
+    #: tree: a query's answer is not part of the history.
+    said: str = ""
     usage: Usage = Field(default_factory=Usage)
     #: This run's usage plus that of its finished children's trees.
     tree_usage: Usage = Field(default_factory=Usage)

@@ -10,6 +10,7 @@ line; this module only declares the verbs and prints.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,6 +159,26 @@ def add_memory(sub: Commands) -> None:
     readers.add_argument(
         "sha256", metavar="VERSION", help="the version's sha256 (see versions; a prefix will do)"
     )
+
+    search = verb(
+        "search",
+        "rank a store's files by a query's words, best first, one line per file "
+        "(PATH:LINE, score, the best matching line); exit code 1 when none matches",
+        _search,
+        "store",
+    )
+    search.add_argument("query", metavar="QUERY", help="the words to look for")
+    search.add_argument(
+        "--limit", type=_positive_int, default=10, help="most files to print (default 10, max 50)"
+    )
+    search.add_argument(
+        "--path", dest="within", default="", help="only files at or below this folder or file"
+    )
+
+    verb(
+        "reindex", "build a store's search index again from its files (it is otherwise kept "
+        "by every commit and repaired by the next search)", _reindex, "store",
+    )  # fmt: skip
 
 
 def _add_keep_options(parser: argparse.ArgumentParser, keep: str, also_keep: str) -> None:
@@ -357,4 +378,26 @@ def _readers(target: Target, args: argparse.Namespace) -> int:
             f"{_short_time(manifest.started)}  {manifest.workflow_id}  ({manifest.role}, "
             f"mounted {mode})"
         )
+    return 0
+
+
+def _search(target: Target, args: argparse.Namespace) -> int:
+    stores, store = target.stores, target.store
+    if args.limit > 50:
+        raise Refused("--limit is at most 50")
+    result = stores.search(store, args.query, limit=args.limit, path=args.within)
+    for hit in result.hits:
+        first = hit.lines[0] if hit.lines else None
+        where = hit.path if first is None else f"{hit.path}:{first.number}"
+        print(f"{where}  {hit.score:.4g}  {'' if first is None else first.text}".rstrip())
+    more = f"; {result.omitted} more files matched (raise --limit)" if result.omitted else ""
+    said = f"{target.label}: {len(result.hits)} files ranked {result.ranking}{more}"
+    print(said, file=sys.stderr)
+    return 0 if result.hits else 1
+
+
+def _reindex(target: Target, args: argparse.Namespace) -> int:
+    target.stores.reindex(target.store)
+    size = target.stores.usage(target.store).index
+    print(f"{target.label}: search index built again from its files ({size} bytes)")
     return 0

@@ -115,6 +115,11 @@ class Backend(ABC):
         """The command's output in the agent's names (real folders shown virtual)."""
         return text
 
+    def explain(self, spec: SandboxSpec, stderr: str) -> str | None:
+        """Why the command may have failed where another backend would have let it
+        work, from its raw ``stderr`` (a backend's documented gaps), else None."""
+        return None
+
 
 class UnsandboxedBackend(Backend):
     """No isolation at all: rlimits and a cleared environment only.
@@ -137,7 +142,7 @@ class UnsandboxedBackend(Backend):
         view = _pathview.build_view(spec)
         spec, fds = script_through_fd(_pathview.translated(spec))
         cwd = spec.real_of(spec.cwd) or view
-        env = spec.system.environment(str(cwd), "/tmp")
+        env = spec.system.environment(str(cwd), "/tmp", spec.account)
         env["PWD"] = str(cwd)
         env.update(spec.env)
         argv = rlimit_argv(spec.limits) + list(spec.argv)

@@ -1,8 +1,9 @@
 """The bubblewrap backend: a mount namespace holding exactly the spec and the system view.
 
 A new mount namespace whose only contents are the spec's mounts plus the
-:class:`SystemView` (``/usr`` and its links, two ``/etc`` entries, a fresh ``/proc``, a
-minimal ``/dev``, size-capped ``/tmp`` and ``/dev/shm``); new user (no capabilities, no
+:class:`SystemView` (``/usr`` and its links, a few ``/etc`` entries and the account
+files generated for the command, written into the read-only root; a fresh ``/proc``,
+a minimal ``/dev``, size-capped ``/tmp`` and ``/dev/shm``); new user (no capabilities, no
 nested user namespaces), pid, ipc, uts, cgroup and network namespaces; a new session
 (no TIOCSTI into the worker's terminal); a cleared environment. Overlay mounts need a
 mount that bwrap 0.8 cannot make, so the runner mounts them in a mount namespace that
@@ -15,15 +16,19 @@ import functools
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from .._mode import Mode
 from . import _seccomp
+from ._accounts import Account, account_files
 from ._backends import Backend, Launch, SandboxUnavailable, script_through_fd
 from ._spec import Limits, SandboxMount, SandboxSpec, SystemView
 from ._userns import Overlay
 
-_SANDBOX_UID = "1000"
+#: The uid and gid a command has inside bwrap's user namespace (its host identity,
+#: ``SandboxSpec.user``, is mapped to them); its account files are generated for them.
+INSIDE_IDS = (1000, 1000)
 
 #: The overlay of a writable memory mount, in names relative to its staging folder
 #: (the mount is made from inside it): the sandbox's ``/proc/self/mountinfo`` shows
@@ -64,12 +69,15 @@ class BwrapBackend(Backend):
         merged: dict[str, str] | None = None,
         args_fd: int | None = None,
         seccomp_fd: int | None = None,
+        files: Sequence[tuple[int, str]] = (),
     ) -> tuple[list[str], bytes | None]:
         """The bwrap command line; ``merged`` maps overlay targets to mounted folders.
 
         With ``args_fd`` the options travel through that pipe (bwrap ``--args``), so
         the sandbox's pid 1 shows no host paths in its ``/proc/1/cmdline``; with
-        ``seccomp_fd`` bwrap loads that filter right before it runs the command."""
+        ``seccomp_fd`` bwrap loads that filter right before it runs the command;
+        ``files`` (descriptor, path) are written into the root before it is made
+        read-only (the command's account files)."""
         options = _bwrap_options(
             spec.system,
             spec.mounts,
@@ -77,13 +85,29 @@ class BwrapBackend(Backend):
             spec.limits,
             tuple(spec.env.items()),
             tuple(sorted((merged or {}).items())),
+            spec.account,
         )
+        last: list[str] = []
+        for fd, path in files:
+            last += ["--perms", "0644", "--file", str(fd), path]
+        last += ["--remount-ro", "/", "--chdir", str(spec.cwd)]
         command = ["--", *spec.argv]
         if seccomp_fd is not None:
             command = ["--seccomp", str(seccomp_fd), *command]
         if args_fd is None:
-            return [self.bwrap, *options[0], *command], None
-        return [self.bwrap, "--args", str(args_fd), *command], options[1]
+            return [self.bwrap, *options[0], *last, *command], None
+        payload = options[1] + b"".join(a.encode("utf-8", "surrogateescape") + b"\0" for a in last)
+        return [self.bwrap, "--args", str(args_fd), *command], payload
+
+    def account_fds(self, spec: SandboxSpec) -> list[tuple[int, str]]:
+        """Fresh in-memory files holding the command's account files, by path."""
+        made: list[tuple[int, str]] = []
+        for path, content in account_files(spec.account, *INSIDE_IDS, str(spec.cwd)).items():
+            fd = os.memfd_create("lw-etc", os.MFD_CLOEXEC)
+            os.write(fd, content)
+            os.lseek(fd, 0, os.SEEK_SET)
+            made.append((fd, path))
+        return made
 
     def launch(self, spec: SandboxSpec, args_fd: int, report_fd: int) -> Launch:
         overlays = [m for m in spec.mounts if m.overlay]
@@ -91,10 +115,11 @@ class BwrapBackend(Backend):
             assert mount.staging is not None
             (mount.staging / "lower").mkdir(exist_ok=True)
         spec, fds = script_through_fd(spec)
-        fds = (*fds, self.seccomp_fd())
+        files = self.account_fds(spec)
+        fds = (*fds, *(fd for fd, _ in files), self.seccomp_fd())
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
         if not overlays:
-            argv, payload = self.bwrap_argv(spec, args_fd=args_fd, seccomp_fd=fds[-1])
+            argv, payload = self.bwrap_argv(spec, args_fd=args_fd, seccomp_fd=fds[-1], files=files)
             return Launch(argv, env, payload=payload, gated=True, fds=fds, user=spec.user)
         merged: dict[str, str] = {}
         mounts: list[Overlay] = []
@@ -103,7 +128,9 @@ class BwrapBackend(Backend):
             target = str(mount.staging / "merged")
             mounts.append((str(mount.target), target, OVERLAY_OPTIONS, str(mount.source)))
             merged[str(mount.target)] = target
-        argv, payload = self.bwrap_argv(spec, merged=merged, args_fd=args_fd, seccomp_fd=fds[-1])
+        argv, payload = self.bwrap_argv(
+            spec, merged=merged, args_fd=args_fd, seccomp_fd=fds[-1], files=files
+        )
         return Launch(
             argv,
             env,
@@ -144,24 +171,26 @@ def _bwrap_options(
     limits: Limits,
     extra_env: tuple[tuple[str, str], ...],
     merged_items: tuple[tuple[str, str], ...],
+    account: Account,
 ) -> tuple[tuple[str, ...], bytes]:
     """bwrap's options (and their ``--args`` encoding), the same for every command of
-    one scope: built once per scope, not per command."""
+    one scope: built once per scope, not per command (the command's own files, the
+    read-only remount and the working folder follow them)."""
     merged = dict(merged_items)
-    env = system.environment(str(cwd), system.private_tmp[0])
+    env = system.environment(str(cwd), system.private_tmp[0], account)
     env.update(extra_env)
     argv = [
         "--unshare-all",
         "--unshare-user",
         "--disable-userns",
         "--uid",
-        _SANDBOX_UID,
+        str(INSIDE_IDS[0]),
         "--gid",
-        _SANDBOX_UID,
+        str(INSIDE_IDS[1]),
         "--cap-drop",
         "ALL",
         "--hostname",
-        "sandbox",
+        account.hostname,
         "--die-with-parent",
         "--new-session",
         "--clearenv",
@@ -179,7 +208,6 @@ def _bwrap_options(
             argv += ["--ro-bind", str(mount.source), target]
         else:
             argv += ["--bind", str(mount.source), target]
-    argv += ["--remount-ro", "/", "--chdir", str(cwd)]
     payload = b"".join(a.encode("utf-8", "surrogateescape") + b"\0" for a in argv)
     return tuple(argv), payload
 
