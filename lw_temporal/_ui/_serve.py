@@ -88,5 +88,7 @@ async def serve(
                 "header of your proxy)",
                 flush=True,
             )
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="off", server_header=False
+    )
     await uvicorn.Server(config).serve(sockets=[sock])
