@@ -541,7 +541,10 @@ class _Agent(Approvals):
         except ActivityError as err:
             if is_cancelled_exception(err):
                 raise
-            return self._result(call, turn, _failure_text(err), error=True)
+            text = _failure_text(err)
+            if once:
+                text += " (an approved call runs at most once, so it was not retried)"
+            return self._result(call, turn, text, error=True)
         rendered = spec.rendered(result)
         answer = self._result(call, turn, rendered.text, error=rendered.is_error, ref=rendered.ref)
         self._digests[call.id] = digest(answer.text)

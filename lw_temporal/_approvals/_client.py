@@ -29,10 +29,13 @@ from .._ids import (
     InvalidWorkflowId,
     parse_workflow_id,
 )
+from .._privacy import PayloadSealed
 from ._records import DECIDE_UPDATE, ApprovalDecision, ApprovalRecord, ApprovalRequest
 
 #: Running workflows one listing asks at most, and how many at once.
 LIST_LIMIT = 500
+#: How long a decision waits for a worker to accept (or refuse) it.
+DECIDE_WAIT = timedelta(seconds=60)
 _CONCURRENT_QUERIES = 8
 _PROGRESS_QUERY = "lw.progress"
 _TYPES = (ORCHESTRATOR_WORKFLOW, PLANNER_WORKFLOW, WORKER_WORKFLOW, DREAMING_WORKFLOW)
@@ -101,8 +104,8 @@ async def list_approvals(
                 progress: Progress = await client.get_workflow_handle(wid).query(
                     _PROGRESS_QUERY, result_type=Progress, rpc_timeout=query_timeout
                 )
-            except (RPCError, WorkflowQueryFailedError):
-                return None
+            except (RPCError, WorkflowQueryFailedError, PayloadSealed):
+                return None  # no worker, or no key to open its answer: listed as unreachable
             return progress
 
     answers = await asyncio.gather(*(ask(wid) for wid in ids))
@@ -132,9 +135,16 @@ async def decide(
         ) from None
     handle = client.get_workflow_handle(workflow_id)
     try:
-        record: ApprovalRecord = await handle.execute_update(
-            DECIDE_UPDATE, decision, result_type=ApprovalRecord
+        record: ApprovalRecord = await asyncio.wait_for(
+            handle.execute_update(DECIDE_UPDATE, decision, result_type=ApprovalRecord),
+            DECIDE_WAIT.total_seconds(),
         )
+    except TimeoutError:
+        raise ApprovalRefused(
+            f"no worker took the decision on {request_id} of {workflow_id} within "
+            f"{DECIDE_WAIT.seconds}s: is a worker polling its task queue? The server may "
+            "still deliver it when one does; see lw-temporal approvals list"
+        ) from None
     except WorkflowUpdateFailedError as err:
         cause = err.cause
         message = cause.message if isinstance(cause, ApplicationError) else str(cause or err)
