@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._common import Commands, add_connection, connect, failed
+from ._common import Commands, add_connection, connect, failed, then_exit
 from ._keys import add_keys
 
 _HELP = """\
@@ -51,7 +51,7 @@ def add_ui(sub: Commands) -> None:
     )
     add_connection(ui)
     add_keys(ui)
-    ui.set_defaults(handler=_ui)
+    ui.set_defaults(handler=then_exit(_ui))
 
 
 async def _ui(args: argparse.Namespace) -> int:

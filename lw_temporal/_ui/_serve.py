@@ -3,13 +3,13 @@ with the login URL it prints."""
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from collections.abc import Sequence
 
 import uvicorn
 from temporalio.client import Client
 
+from .._listen import is_loopback, split_listen
 from .._memory import MemoryStores
 from ._app import Review, build_app
 from ._guard import Guard
@@ -17,24 +17,6 @@ from ._guard import Guard
 
 class ListenRefused(Exception):
     """A listen address the page will not serve on as asked."""
-
-
-def split_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6; port 0 picks a free one)."""
-    host, sep, port = text.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise ListenRefused(f"--listen {text!r} is not HOST:PORT (e.g. 127.0.0.1:8765)")
-    return host, int(port)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def origins_for(host: str, port: int, extra: Sequence[str]) -> frozenset[str]:
@@ -67,7 +49,10 @@ async def serve(
     announce: bool = True,
 ) -> None:
     """Serve the page until cancelled; prints the URL to open (with the token)."""
-    host, port = split_listen(listen)
+    try:
+        host, port = split_listen(listen)
+    except ValueError as err:
+        raise ListenRefused(str(err)) from None
     if not is_loopback(host) and proxy_header is None and not allow_remote:
         raise ListenRefused(
             f"--listen {listen}: the page listens on loopback only unless told: put it "
