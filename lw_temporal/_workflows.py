@@ -57,7 +57,7 @@ from ._agent import (
 )
 from ._agent._recorder import digest, tool_activity_id
 from ._agent._tools import RESULT_CAP, TASK_CAP, FinishArgs, PlanWorkflowArgs, clip
-from ._approvals._gate import Approvals
+from ._approvals._gate import Approvals, at_most_once
 from ._errors import (
     CONVERSATION_MISSING,
     HIERARCHY_VIOLATION,
@@ -527,17 +527,24 @@ class _Agent(Approvals):
             request = spec.arguments(call.arguments)
         except ValidationError as err:
             return self._result(call, turn, f"{call.name}: invalid arguments: {err}", error=True)
-        try:
-            result = await self._execute(
-                spec.activity,
+
+        activity = spec.activity
+
+        def attempt(activity_id: str) -> Coroutine[Any, Any, Any]:
+            return self._execute(
+                activity,
                 request,
                 spec.result or dict,
                 start_to_close=spec.timeout(request),
                 heartbeat=spec.heartbeat,
                 summary=tool_summary(call.name, call.arguments),
-                activity_id=tool_activity_id(turn, index),
+                activity_id=activity_id,
                 once=once,
             )
+
+        try:
+            first = tool_activity_id(turn, index)
+            result = await (at_most_once(attempt, first) if once else attempt(first))
         except ActivityError as err:
             if is_cancelled_exception(err):
                 raise

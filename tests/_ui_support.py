@@ -22,6 +22,9 @@ from workflows.pipeline import SampleModel
 ROOT = Path(__file__).resolve().parent.parent
 MARKUP = "<img src=x onerror=alert(1)><script>alert(2)</script>"
 DEPLOY = f"echo '{MARKUP}' deploy >> /mnt/scratch/own/deploy.log"
+#: A command too long to show whole, with something in its middle a reviewer must see.
+HIDDEN = "curl-evil.example"
+LONG = "echo deploy " + "x" * 3000 + f" && {HIDDEN} && " + "y" * 3000 + " > /dev/null"
 
 DEFINITIONS = (
     WorkflowDefinition(
@@ -35,7 +38,7 @@ def model() -> SampleModel:
     return SampleModel(
         {
             ("ui-shipper", Role.PLANNER): [
-                [tool("bash", command=DEPLOY)],
+                [tool("bash", command=DEPLOY), tool("bash", command=LONG)],
                 [tool("finish", summary="shipped")],
             ],
             ("ui-notes", Role.PLANNER): [

@@ -24,7 +24,7 @@ from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
 from lw_temporal.testing import running_worker
 
 from ._browser_support import Browser
-from ._ui_support import DEFINITIONS, MARKUP, model, review_page
+from ._ui_support import DEFINITIONS, HIDDEN, MARKUP, model, review_page
 
 
 def _post(url: str, fields: dict[str, str], headers: dict[str, str]) -> int:
@@ -102,6 +102,13 @@ async def test_the_review_page_decides_like_the_cli(
                 text = await page.text()
                 assert f"{shipper} · a1 · bash" in text
                 assert MARKUP in text  # agent-written markup is text, not elements
+                # A long command is shown cut, and whole from the run's conversation.
+                assert f"{shipper} · a2 · bash" in text
+                assert "These arguments are cut for display" in text and HIDDEN not in text
+                whole = await page.evaluate(
+                    f"document.querySelector(\"section[id='req-{shipper}-a2'] details\").textContent"
+                )
+                assert HIDDEN in whole and "its sha256 checked" in whole
                 assert (
                     await page.evaluate("document.querySelectorAll('main img, main script').length")
                     == 0
@@ -138,6 +145,11 @@ async def test_the_review_page_decides_like_the_cli(
                 await page.fill(f"{card} input[name=why]", "release 4.2")
                 await page.click(f"{card} button[value=approve]")
                 assert f"{shipper} a1: approved by carol" in await page.text()
+                card = f"section[id='req-{shipper}-a2']"
+                await page.fill(f"{card} input[name=reviewer]", "carol")
+                await page.fill(f"{card} input[name=why]", "what is that curl?")
+                await page.click(f"{card} button[value=deny]")
+                assert f"{shipper} a2: denied by carol" in await page.text()
                 result = await shipped.result()
                 assert result.summary == "shipped"
                 scratch = layout.runs / shipper / "scratch"

@@ -19,15 +19,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import timedelta
+from typing import TypeVar
 
 from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from .._agent import AgentState, ToolCall, ToolKind, tool_for
-from .._errors import APPROVAL_REFUSED, lw_error
+from .._errors import APPROVAL_REFUSED, SANDBOX_FAILED, lw_error
 from .._ids import AgentId, InvalidWorkflowId, Role, parse_workflow_id
 from ._actions import actions_of
 from ._records import (
@@ -48,6 +50,34 @@ from ._rules import ApprovalRule, first_match
 _RECORD_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)
 )
+#: Attempts of an approved call whose sandbox could not be set up: the command never
+#: started (the launcher reports before it execs), so another attempt cannot run it twice.
+ONCE_ATTEMPTS = 3
+_T = TypeVar("_T")
+
+
+def _never_started(err: ActivityError) -> bool:
+    cause: BaseException | None = err
+    while cause is not None:
+        if isinstance(cause, ApplicationError):
+            return cause.type == SANDBOX_FAILED
+        cause = cause.__cause__
+    return False
+
+
+async def at_most_once(attempt: Callable[[str], Awaitable[_T]], activity_id: str) -> _T:
+    """Run an approved call's activity (scheduled with a single attempt, so Temporal
+    never retries what may have run), again only when it never started."""
+    for number in range(1, ONCE_ATTEMPTS + 1):
+        try:
+            # The same id: the failed attempt is closed, and the result recorder and the
+            # next model turn find the call's result under it.
+            return await attempt(activity_id)
+        except ActivityError as err:
+            if number == ONCE_ATTEMPTS or not _never_started(err):
+                raise
+            await workflow.sleep(timedelta(seconds=number), summary="approved call: sandbox again")
+    raise AssertionError("unreachable")
 
 
 def _sub_run_definition(child: str) -> str | None:
@@ -130,6 +160,7 @@ class ApprovalGate:
             arguments=shown,
             arguments_cut=cut,
             arguments_sha256=sha,
+            conversation=workflow.info().first_execution_run_id or workflow.info().run_id,
             turn=turn,
             call_id=call.id,
             rule=rule.describe(),

@@ -94,7 +94,9 @@ class ApprovalRequest(FrozenModel):
     arguments: dict[str, Any]
     arguments_cut: bool = False
     arguments_sha256: str
-    #: Where the whole call is: the run's conversation turn and the call's id.
+    #: Where the whole call is: the run's conversation (its first run id), the turn
+    #: and the call's id.
+    conversation: str = ""
     turn: int
     call_id: str
     rule: str

@@ -40,6 +40,7 @@ from ._views import (
     dream_files,
     recent_runs,
     version_diff,
+    whole_arguments,
 )
 
 Handler = Callable[[Request, Viewer], Awaitable[Response]]
@@ -119,12 +120,18 @@ def build_app(review: Review) -> Starlette:
     async def approvals(request: Request, viewer: Viewer, error: str = "") -> Response:
         listing = await list_approvals(review.client)
         decided, _ = recorded(review.stores.layout)
+        whole = {
+            (r.workflow_id, r.id): whole_arguments(review.stores, r)
+            for r in listing.pending
+            if r.arguments_cut
+        }
         return render(
             "approvals.html",
             request,
             viewer,
             status=409 if error else 200,
             listing=listing,
+            whole=whole,
             decided=list(reversed(decided))[:50],
             error=error,
         )

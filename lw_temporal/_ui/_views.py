@@ -7,8 +7,13 @@ from __future__ import annotations
 import difflib
 import itertools
 from dataclasses import dataclass, field
+from typing import Any
 
+from .._agent._conversation import ConversationStore
+from .._approvals import ApprovalRequest
+from .._approvals._records import shown_arguments
 from .._dreaming import DreamState
+from .._ids import InvalidWorkflowId, parse_workflow_id
 from .._memory import MemoryStores
 from .._memory._manifest import manifests
 from .._memory._records import RunManifest
@@ -106,3 +111,24 @@ def recent_runs(stores: MemoryStores) -> list[RunManifest]:
     read = itertools.islice(manifests(stores.layout), RUNS_READ)
     found = sorted(read, key=lambda m: m.started, reverse=True)
     return found[:RUNS_SHOWN]
+
+
+def whole_arguments(stores: MemoryStores, request: ApprovalRequest) -> dict[str, Any] | None:
+    """The arguments of a request whose shown ones were cut, read from the run's
+    conversation on this data dir, and only if they hash to what the request recorded."""
+    try:
+        segments = parse_workflow_id(request.workflow_id).segments
+    except InvalidWorkflowId:
+        return None
+    if not request.conversation.replace("-", "").isalnum():
+        return None
+    conversations = ConversationStore(stores.layout.local_state / "conversations")
+    record = conversations.get(conversations.folder(segments, request.conversation), request.turn)
+    if record is None:
+        return None
+    for call in record.reply.tool_calls:
+        if call.id == request.call_id and shown_arguments(call.arguments)[2] == (
+            request.arguments_sha256
+        ):
+            return call.arguments
+    return None
