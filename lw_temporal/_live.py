@@ -19,18 +19,22 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, TaskQueueType
 from temporalio.api.failure.v1 import Failure
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowHistoryEventFilterType,
+    WorkflowQueryFailedError,
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from ._workflows import PROGRESS_QUERY, Progress
+from ._terminal import terminal_safe
+from ._workflows import PROGRESS_QUERY, AgentResult, Progress
 
 #: Seconds between two looks at a live tree.
 POLL_SECONDS = 0.5
@@ -38,6 +42,8 @@ POLL_SECONDS = 0.5
 NO_WORKER_HINT_SECONDS = 10.0
 #: How long one progress query may wait for a worker.
 QUERY_TIMEOUT = timedelta(seconds=5)
+#: Seconds since its last poll began within which a worker still counts as polling.
+POLLER_SECONDS = 90.0
 #: Workflows of one tree looked at each time (a larger tree shows its first ones).
 TREE_LIMIT = 200
 
@@ -59,12 +65,15 @@ _FAILED = {
 
 @dataclass(frozen=True)
 class Node:
-    """One workflow of a tree as the server and its ``lw.progress`` query tell it."""
+    """One workflow of a tree as the server and its ``lw.progress`` query tell it (a
+    closed one that no worker answers for: as its history tells it)."""
 
     workflow_id: str
     depth: int
     progress: Progress | None
     status: WorkflowExecutionStatus | None
+    #: Its children's workflow IDs, from ``progress`` or from its history.
+    children: tuple[str, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -76,7 +85,7 @@ class Node:
         progress = self.progress
         if progress is None:
             label = _CLOSED_LABEL.get(self.status, "starting") if self.status else "starting"
-            return f"{indent}{name}  {label}"
+            return terminal_safe(f"{indent}{name}  {label}")
         what = f"{progress.role.value} {progress.definition_id or 'pipeline'}"
         status = self.status
         closed = status is not None and status is not WorkflowExecutionStatus.RUNNING
@@ -102,7 +111,7 @@ class Node:
             parts.append(f"{progress.failed_tools} failed tool calls")
         if closed and progress.summary:
             parts.append(one_line(progress.summary, 80))
-        return "  ".join(parts)
+        return terminal_safe("  ".join(parts))
 
 
 def one_line(text: str, limit: int) -> str:
@@ -120,34 +129,112 @@ def _tokens(progress: Progress) -> str:
     return f"tokens {usage.input_tokens} in / {usage.output_tokens} out{cached}"
 
 
-async def _node(client: Client, workflow_id: str, depth: int) -> Node | None:
+@dataclass
+class _Asking:
+    """Whether a worker answered this snapshot's queries: once one did not in time,
+    the rest of the tree is read without asking (each would wait as long)."""
+
+    worker: bool = True
+
+
+async def _polled(client: Client, task_queue: str) -> bool:
+    """Whether any worker polls ``task_queue`` for workflow tasks: without one, a query
+    could only wait for its timeout. A poller counts while its last poll began within
+    :data:`POLLER_SECONDS` (a long poll lasts up to a minute; the server lists pollers
+    for minutes after they stopped)."""
+    try:
+        found = await client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=client.namespace,
+                task_queue=TaskQueue(name=task_queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+        )
+    except RPCError:
+        return True  # cannot tell: ask
+    now = datetime.now(UTC)
+    return any(
+        not p.HasField("last_access_time")
+        or (now - p.last_access_time.ToDatetime(UTC)).total_seconds() < POLLER_SECONDS
+        for p in found.pollers
+    )
+
+
+async def _node(client: Client, workflow_id: str, depth: int, asking: _Asking) -> Node | None:
     handle = client.get_workflow_handle(workflow_id)
     try:
-        status = (await handle.describe()).status
+        described = await handle.describe()
     except RPCError as err:
         if err.status is RPCStatusCode.NOT_FOUND:
             return None if depth == 0 else Node(workflow_id, depth, None, None)
         raise
+    status = described.status
+    if depth == 0 and not await _polled(client, described.task_queue):
+        asking.worker = False
     progress: Progress | None = None
-    with contextlib.suppress(RPCError, WorkflowFailureError):
-        progress = await handle.query(
-            PROGRESS_QUERY, result_type=Progress, rpc_timeout=QUERY_TIMEOUT
-        )
-    return Node(workflow_id, depth, progress, status)
+    if asking.worker:
+        try:
+            progress = await handle.query(
+                PROGRESS_QUERY, result_type=Progress, rpc_timeout=QUERY_TIMEOUT
+            )
+        except RPCError:
+            asking.worker = False
+        except (WorkflowFailureError, WorkflowQueryFailedError):
+            pass
+    if progress is not None:
+        return Node(workflow_id, depth, progress, status, tuple(progress.children))
+    if status in (None, WorkflowExecutionStatus.RUNNING):
+        return Node(workflow_id, depth, None, status)
+    progress, children = await _from_history(client, workflow_id, status)
+    return Node(workflow_id, depth, progress, status, children)
+
+
+async def _from_history(
+    client: Client, workflow_id: str, status: WorkflowExecutionStatus
+) -> tuple[Progress | None, tuple[str, ...]]:
+    """A closed workflow no worker answers for, from its history: a finished agent's
+    result (its summary, turns, tokens and children), else the children it started."""
+    if status is WorkflowExecutionStatus.COMPLETED:
+        with contextlib.suppress(Exception):  # not an agent's result (a dream's...)
+            result = await client.get_workflow_handle(workflow_id, result_type=AgentResult).result()
+            progress = Progress(
+                workflow_id=workflow_id,
+                role=result.role,
+                definition_id=result.definition_id,
+                status="finished",
+                turn=result.turns,
+                max_turns=None,
+                children=result.children,
+                summary=result.summary,
+                failed_tools=result.failed_tools,
+                usage=result.usage,
+                tree_usage=result.tree_usage,
+            )
+            return progress, tuple(result.children)
+    children: list[str] = []
+    handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(workflow_id)
+    with contextlib.suppress(RPCError):
+        async for event in handle.fetch_history_events():
+            if event.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+                child = event.start_child_workflow_execution_initiated_event_attributes
+                children.append(child.workflow_id)
+                if len(children) >= TREE_LIMIT:
+                    break
+    return None, tuple(dict.fromkeys(children))
 
 
 async def fetch_tree(client: Client, root: str) -> list[Node] | None:
     """The tree under ``root`` in depth-first order, or None when ``root`` does not exist."""
     nodes: list[Node] = []
     pending: list[tuple[str, int]] = [(root, 0)]
+    asking = _Asking()
     while pending and len(nodes) < TREE_LIMIT:
         workflow_id, depth = pending.pop()
-        node = await _node(client, workflow_id, depth)
+        node = await _node(client, workflow_id, depth, asking)
         if node is None:
             return None
         nodes.append(node)
-        children = node.progress.children if node.progress else []
-        pending += [(child, depth + 1) for child in reversed(children)]
+        pending += [(child, depth + 1) for child in reversed(node.children)]
     return nodes
 
 
@@ -212,7 +299,10 @@ async def report_failures(client: Client, nodes: list[Node]) -> int:
     failed = sorted((n for n in nodes if n.failed), key=lambda n: -n.depth)
     for node in failed:
         why = await failure_message(client, node.workflow_id)
-        print(f"lw-temporal: workflow {node.workflow_id} failed: {why}", file=sys.stderr)
+        print(
+            terminal_safe(f"lw-temporal: workflow {node.workflow_id} failed: {why}"),
+            file=sys.stderr,
+        )
     return 1 if failed else 0
 
 
