@@ -11,12 +11,16 @@ from temporalio.client import (
     ScheduleHandle,
     ScheduleOverlapPolicy,
     WorkflowExecutionStatus,
+    WorkflowFailureError,
     WorkflowQueryFailedError,
 )
 from temporalio.service import RPCError
 
 from .._ids import DREAMING_WORKFLOW, InvalidWorkflowId, check_definition_id, parse_workflow_id
+from .._live import failure_message
+from .._memory import MemoryStores
 from .._schedules import create_interval_schedule
+from .._scope import StoreKind, StoreRef
 from ._records import (
     QUERY_STATE,
     SCHEDULED_TOKEN,
@@ -32,6 +36,10 @@ from ._records import (
     PromotionOutcome,
     ShowResult,
 )
+from ._review import render_diff
+
+#: Dreams a listing shows at most.
+LIST_LIMIT = 500
 
 
 def dream_schedule_id(definition_id: str) -> str:
@@ -97,7 +105,7 @@ async def list_dreams(
             )
         query += f" AND TaskQueue = '{task_queue}'"
     states: list[DreamState] = []
-    async for execution in client.list_workflows(query):
+    async for execution in client.list_workflows(query, limit=LIST_LIMIT):
         handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
         if execution.status is WorkflowExecutionStatus.RUNNING:
             try:
@@ -115,31 +123,120 @@ async def list_dreams(
                 )
             states.append(state)
             continue
-        try:
-            result = await client.get_workflow_handle(
-                execution.id, run_id=execution.run_id, result_type=DreamResult
-            ).result()
-        except Exception:
-            continue
-        states.append(result.state(execution.id))
+        states.append(await _closed_state(client, execution.id, execution.run_id))
     return states
 
 
-async def show_dream(client: Client, workflow_id: str, *, max_bytes: int = 64 * 1024) -> ShowResult:
-    """A waiting dream's proposal as a unified diff per file, with the runs each note
-    came from (the worker renders it; the whole text is kept in its data dir)."""
-    result: ShowResult = await client.get_workflow_handle(workflow_id).execute_update(
-        UPDATE_SHOW, max_bytes, result_type=ShowResult
-    )
-    return result
+async def _closed_state(client: Client, workflow_id: str, run_id: str | None) -> DreamState:
+    """A closed dream as its result tells it, or, failed, why (from its history)."""
+    handle = client.get_workflow_handle(workflow_id, run_id=run_id, result_type=DreamResult)
+    try:
+        result: DreamResult = await handle.result()
+    except (WorkflowFailureError, RPCError, ValueError, TypeError) as err:
+        why = (
+            await failure_message(client, workflow_id)
+            if isinstance(err, WorkflowFailureError)
+            else f"its result cannot be read: {err}"
+        )
+        try:
+            target = parse_workflow_id(workflow_id).definition_id or ""
+        except InvalidWorkflowId:
+            target = ""
+        return DreamState(
+            workflow_id=workflow_id, target=target, status=DreamStatus.FAILED, failure=why
+        )
+    return result.state(workflow_id)
+
+
+async def show_dream(
+    client: Client,
+    workflow_id: str,
+    *,
+    max_bytes: int = 64 * 1024,
+    stores: MemoryStores | None = None,
+) -> ShowResult:
+    """A dream's proposal as a unified diff per file, with the runs each note came from.
+
+    A running dream's worker renders it (the whole text is kept in its data dir). A
+    decided or closed dream is read from its result: its decision and files, and, with
+    ``stores`` (the data dir's memory stores, where the proposed versions are kept),
+    the same diff rendered here."""
+    handle = client.get_workflow_handle(workflow_id)
+    if (await handle.describe()).status is WorkflowExecutionStatus.RUNNING:
+        result: ShowResult = await handle.execute_update(
+            UPDATE_SHOW, max_bytes, result_type=ShowResult
+        )
+        return result
+    state = await _closed_state(client, workflow_id, None)
+    text = decided_text(state)
+    if stores is not None and state.changes:
+        text += render_diff(
+            state.target,
+            stores,
+            StoreRef(StoreKind.DREAMING, state.target),
+            StoreRef(StoreKind.WORKFLOW, state.target),
+            state.changes,
+        )
+    elif state.changes:
+        text += "(pass --data-dir with the workers' data dir to see the diff)\n"
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return ShowResult(text=text)
+    return ShowResult(text=data[:max_bytes].decode("utf-8", "ignore"), truncated=True)
+
+
+def decided_text(state: DreamState) -> str:
+    """What a closed dream's result says: its outcome, decision and files."""
+    lines = [f"# {state.workflow_id}: {state.status.value}, {state.runs} runs read"]
+    if state.failure:
+        lines.append(f"# failed: {state.failure}")
+    if state.decision is not None:
+        why = f": {state.decision.why}" if state.decision.why else ""
+        lines.append(f"# decided by {state.decision.who}{why}")
+    promotion = state.promotion
+    for change in state.changes:
+        kind = "new" if change.base_sha256 is None else "changed"
+        done = ""
+        if promotion is not None:
+            done = (
+                "  promoted"
+                if change.path in promotion.promoted
+                else "  dropped"
+                if change.path in promotion.dropped
+                else ""
+            )
+        lines.append(f"# {kind} {state.target}/{change.path} ({change.bytes} bytes){done}")
+    return "\n".join(lines) + "\n"
+
+
+def proposal_path(target: str, paths: Sequence[str], given: str) -> str:
+    """The proposal's path that ``given`` names, in any form a reviewer is shown: the
+    path in the target (``consolidated.md``), with the target (``candidate-review/
+    consolidated.md``), or as a diff header names it (``b/candidate-review/...``);
+    ``given`` itself when it names none (the approval then reports it)."""
+    if given in paths:
+        return given
+    text = given.strip()
+    for prefix in ("b/", "a/", "/mnt/memory/workflow/", f"{target}/"):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+            if text in paths:
+                return text
+    return given
 
 
 async def approve_dream(
     client: Client, workflow_id: str, who: str, why: str, *, only: Sequence[str] = ()
 ) -> PromotionOutcome:
-    """Promote a waiting dream's changes (or only the paths in ``only``) into its
-    target's memory, audited as ``who``. A conflict promotes nothing; the dream waits."""
-    outcome: PromotionOutcome = await client.get_workflow_handle(workflow_id).execute_update(
+    """Promote a waiting dream's changes (or only the paths in ``only``, in any form
+    :func:`proposal_path` reads) into its target's memory, audited as ``who``. A
+    conflict promotes nothing; the dream waits."""
+    handle = client.get_workflow_handle(workflow_id)
+    if only:
+        state: DreamState = await handle.query(QUERY_STATE, result_type=DreamState)
+        paths = [change.path for change in state.changes]
+        only = [proposal_path(state.target, paths, path) for path in only]
+    outcome: PromotionOutcome = await handle.execute_update(
         UPDATE_APPROVE, Decision(who=who, why=why, only=tuple(only)), result_type=PromotionOutcome
     )
     return outcome
