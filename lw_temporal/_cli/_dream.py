@@ -10,10 +10,19 @@ brings it up to date, so running it again is safe.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import difflib
+import time
 from datetime import timedelta
 
-from temporalio.client import Client, ScheduleHandle
+from temporalio.client import (
+    Client,
+    ScheduleActionExecutionStartWorkflow,
+    ScheduleHandle,
+    ScheduleOverlapPolicy,
+    WorkflowQueryFailedError,
+)
 from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -32,6 +41,9 @@ from ._common import (
     say,
     then_exit,
 )
+
+#: Seconds ``schedule --now`` and ``trigger`` wait for the Schedule to start the dream.
+STARTED_WITHIN = 10.0
 
 
 def add_dream(sub: Commands) -> None:
@@ -106,6 +118,12 @@ def add_dream(sub: Commands) -> None:
     )
     show.add_argument(
         "--data-dir", default=None, help="the workers' data dir: the diff of a decided dream"
+    )
+    show.add_argument(
+        "--wait",
+        type=parse_duration,
+        default=timedelta(minutes=2),
+        help="how long to wait for a dream still at work to propose (default 2m)",
     )
     _accept_task_queue(show)
     add_connection(show)
@@ -192,7 +210,7 @@ async def _schedule(args: argparse.Namespace) -> int:
     client = await connect(args)
     if not args.force:
         await _known_definition(client, args)
-    existed = await _exists(client.get_schedule_handle(schedule_id))
+    before = await _started(client.get_schedule_handle(schedule_id))
     try:
         handle = await schedule_dreaming(
             client,
@@ -205,23 +223,41 @@ async def _schedule(args: argparse.Namespace) -> int:
         )
     except Exception as err:
         return failed("dream schedule", err)
-    verb = "updated" if existed else "created"
-    now = "; one dream started now" if args.now else ""
+    verb = "updated" if before is not None else "created"
     say(
         f"schedule {handle.id} {verb}: lw.Dreaming of {args.definition} every {args.every} "
-        f"on task queue {args.task_queue!r}{now}"
+        f"on task queue {args.task_queue!r}"
     )
+    if args.now:
+        await _say_started(handle, before or set())
     return 0
 
 
-async def _exists(handle: ScheduleHandle) -> bool:
+async def _started(handle: ScheduleHandle) -> set[str] | None:
+    """The workflow IDs the Schedule started lately, or None when there is no Schedule."""
     try:
-        await handle.describe()
+        described = await handle.describe()
     except RPCError as err:
         if err.status is RPCStatusCode.NOT_FOUND:
-            return False
+            return None
         raise
-    return True
+    return {
+        action.action.workflow_id
+        for action in described.info.recent_actions
+        if isinstance(action.action, ScheduleActionExecutionStartWorkflow)
+    }
+
+
+async def _say_started(handle: ScheduleHandle, before: set[str]) -> None:
+    """Name the dream a trigger started, once the Schedule has started it (bounded)."""
+    deadline = time.monotonic() + STARTED_WITHIN
+    while time.monotonic() < deadline:
+        new = (await _started(handle) or set()) - before
+        if new:
+            say(f"started {sorted(new)[-1]}")
+            return
+        await asyncio.sleep(0.2)
+    say(f"the Schedule has not started the dream within {STARTED_WITHIN:.0f}s; see dream list")
 
 
 def _control_handler(verb: str) -> Handler:
@@ -236,7 +272,8 @@ def _control_handler(verb: str) -> Handler:
             raise CliError(str(err), USAGE) from None
         client = await connect(args)
         handle = client.get_schedule_handle(schedule_id)
-        if not await _exists(handle):
+        before = await _started(handle)
+        if before is None:
             raise CliError(
                 f"no Schedule {schedule_id!r} on {args.address} (namespace {args.namespace}); "
                 "create it with lw-temporal dream schedule"
@@ -249,8 +286,9 @@ def _control_handler(verb: str) -> Handler:
             await handle.unpause(note=note)
             say(f"schedule {schedule_id} resumed")
         elif verb == "trigger":
-            await handle.trigger()
-            say(f"schedule {schedule_id} triggered: one dream starts now (lw-temporal dream list)")
+            await handle.trigger(overlap=ScheduleOverlapPolicy.ALLOW_ALL)
+            say(f"schedule {schedule_id} triggered")
+            await _say_started(handle, before)
         else:
             await handle.delete()
             say(f"schedule {schedule_id} deleted; its dreams so far are kept")
@@ -286,8 +324,25 @@ async def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dream_id(workflow_id: str) -> str:
+    """A dream's workflow ID as the reviewer typed it, or a usage error saying what one is."""
+    from .._ids import InvalidWorkflowId, Role, parse_workflow_id
+
+    try:
+        if parse_workflow_id(workflow_id).role is Role.DREAMING:
+            return workflow_id
+    except InvalidWorkflowId:
+        pass
+    raise CliError(
+        f"{workflow_id!r} is not a dream's workflow ID (dream_<definition>@<token>; see "
+        "lw-temporal dream list)",
+        USAGE,
+    )
+
+
 async def _show(args: argparse.Namespace) -> int:
-    from .._dreaming import show_dream
+    _dream_id(args.workflow_id)
+    from .._dreaming import show_dream, wait_for_review
 
     stores = None
     if args.data_dir is not None:
@@ -297,6 +352,9 @@ async def _show(args: argparse.Namespace) -> int:
         stores = MemoryStores.for_config(data_dir_config(args.data_dir))
     try:
         client = await connect(args)
+        # A dream still collecting or dreaming is waited for, up to --wait.
+        with contextlib.suppress(TimeoutError, RPCError, WorkflowQueryFailedError):
+            await wait_for_review(client, args.workflow_id, within=args.wait)
         shown = await show_dream(client, args.workflow_id, max_bytes=args.max_bytes, stores=stores)
     except Exception as err:
         return failed("dream show", err)
@@ -311,6 +369,7 @@ def _decide_handler(verb: str) -> Handler:
     async def handler(args: argparse.Namespace) -> int:
         from .._dreaming import approve_dream, reject_dream
 
+        _dream_id(args.workflow_id)
         who = args.by or operator()
         try:
             client = await connect(args)
