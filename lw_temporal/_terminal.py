@@ -24,7 +24,10 @@ _UNSAFE = re.compile(
 
 
 def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
+    char = match.group()
+    if char == "\r":
+        return "\\r"
+    code = ord(char)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 

@@ -66,8 +66,11 @@ async def worker_process(
     task_queue: str,
     *options: str,
     environ: Mapping[str, str] | None = None,
+    definitions: str = "tests._live_support:DEFINITIONS",
+    model: str = "tests._live_support:MODEL",
 ) -> AsyncIterator[None]:
-    """``lw-temporal worker`` serving these definitions, as a process, until the block ends."""
+    """``lw-temporal worker`` serving these definitions (or ``definitions`` with
+    ``model``), as a process, until the block ends."""
     worker = await asyncio.create_subprocess_exec(
         CLI,
         "worker",
@@ -78,9 +81,9 @@ async def worker_process(
         "--data-dir",
         str(data_dir),
         "--definitions",
-        "tests._live_support:DEFINITIONS",
+        definitions,
         "--model",
-        "tests._live_support:MODEL",
+        model,
         *options,
         cwd=ROOT,
         stdout=asyncio.subprocess.PIPE,

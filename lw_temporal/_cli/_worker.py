@@ -4,7 +4,7 @@ The options map onto :class:`LittleWorkflowPlugin`'s keywords and option groups.
 Everything that can be known at start is checked before the worker polls
 (:mod:`._checks`: data dir, model, metrics port, server, search attributes, sandbox),
 and a failure stops it with one line and exit code 2. Once it runs, SIGINT or SIGTERM
-stops it within :data:`STOP_SECONDS` (a second signal at once), and a worker whose
+stops it within ``--stop-timeout`` (a second signal at once), and a worker whose
 polling ends on its own (a fatal error inside) says why and exits 1: it never keeps a
 process up that serves nothing.
 """
@@ -16,7 +16,11 @@ import asyncio
 import contextlib
 import signal
 import sys
+from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
+
+from temporalio.plugin import SimplePlugin
 
 from .._telemetry._worker import add_worker_options
 from ._checks import check_data_dir, check_port_free, check_server
@@ -35,9 +39,9 @@ from ._common import (
     say,
 )
 
-#: Seconds a stopping worker may take (activities are cancelled at once) before the
-#: process exits anyway.
-STOP_SECONDS = 20.0
+#: How long a stopping worker may take (activities are cancelled at once) before the
+#: process exits anyway, unless ``--stop-timeout`` says otherwise.
+STOP_TIMEOUT = timedelta(seconds=20)
 
 
 def add_worker(sub: Commands) -> None:
@@ -93,6 +97,13 @@ def add_worker(sub: Commands) -> None:
         default="auto",
         choices=SANDBOX_CHOICES,
         help="how lw.bash isolates commands (default auto: bwrap, else Landlock)",
+    )
+    worker.add_argument(
+        "--stop-timeout",
+        type=parse_duration,
+        default=STOP_TIMEOUT,
+        help="the longest a stop on SIGINT/SIGTERM may take before the process exits anyway "
+        "(default 20s)",
     )
     worker.add_argument(
         "--search-attributes",
@@ -191,7 +202,18 @@ async def _run_worker(args: argparse.Namespace) -> int:
         raise CliError(str(err), USAGE) from None
     await check_server(client, args.address, search_attributes=args.search_attributes)
     await _ready_sandbox(plugin)
-    worker = Worker(client, task_queue=args.task_queue)
+    polling = asyncio.Event()
+
+    @contextlib.asynccontextmanager
+    async def entered() -> AsyncIterator[None]:
+        polling.set()  # inside the lw plugin's own start (sweep, sandbox): about to poll
+        yield
+
+    worker = Worker(
+        client,
+        task_queue=args.task_queue,
+        plugins=[SimplePlugin("lw_temporal.cli.ready", run_context=entered)],
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 
@@ -204,15 +226,19 @@ async def _run_worker(args: argparse.Namespace) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, on_signal)
     running = asyncio.create_task(worker.run())
-    say(
-        f"ready: worker on {args.address} (namespace {args.namespace}) task queue "
-        f"{args.task_queue}, data dir {plugin.data_dir}"
-        + _host_line(plugin, args.task_queue, memory_id)
-        + _tracing_line(args)
-    )
-    sys.stdout.flush()
     stopping = asyncio.create_task(stop.wait())
-    await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    started = asyncio.create_task(polling.wait())
+    await asyncio.wait({running, stopping, started}, return_when=asyncio.FIRST_COMPLETED)
+    if started.done() and not running.done():
+        say(
+            f"ready: worker on {args.address} (namespace {args.namespace}) task queue "
+            f"{args.task_queue}, data dir {plugin.data_dir}"
+            + _host_line(plugin, args.task_queue, memory_id)
+            + _tracing_line(args)
+        )
+        sys.stdout.flush()
+        await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    started.cancel()
     if running.done():
         stopping.cancel()
         failure = running.exception()
@@ -221,11 +247,11 @@ async def _run_worker(args: argparse.Namespace) -> int:
         exit_now(1)
     code = 0
     try:
-        await asyncio.wait_for(asyncio.shield(worker.shutdown()), STOP_SECONDS)
+        await asyncio.wait_for(asyncio.shield(worker.shutdown()), args.stop_timeout.total_seconds())
         with contextlib.suppress(Exception):
             await asyncio.wait_for(running, 1)
     except TimeoutError:
-        say(f"lw-temporal worker: did not stop within {STOP_SECONDS:.0f}s; exiting", err=True)
+        say(f"lw-temporal worker: did not stop within {args.stop_timeout}; exiting", err=True)
         code = 1
     with contextlib.suppress(TimeoutError):  # spans still buffered, within the bound too
         await asyncio.wait_for(asyncio.to_thread(flush_tracing), 5)

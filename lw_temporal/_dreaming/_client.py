@@ -253,9 +253,16 @@ async def reject_dream(client: Client, workflow_id: str, who: str, why: str) -> 
 async def wait_for_review(
     client: Client, workflow_id: str, *, within: timedelta = timedelta(minutes=10)
 ) -> DreamState:
-    """The dream's state once it waits for a reviewer or has closed without a proposal."""
+    """The dream's state once it waits for a reviewer or has closed (without a proposal,
+    or decided)."""
     handle = client.get_workflow_handle(workflow_id)
-    waiting = {DreamStatus.AWAITING_APPROVAL, DreamStatus.NOTHING_NEW}
+    waiting = {
+        DreamStatus.AWAITING_APPROVAL,
+        DreamStatus.NOTHING_NEW,
+        DreamStatus.APPROVED,
+        DreamStatus.REJECTED,
+        DreamStatus.TIMED_OUT,
+    }
 
     async def poll() -> DreamState:
         while True:
