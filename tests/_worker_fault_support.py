@@ -19,6 +19,7 @@ DEFINITIONS = _SAMPLE
 @contextlib.asynccontextmanager
 async def _faulty(self: BashActivities) -> AsyncIterator[None]:
     if os.environ.get("LW_TEST_FAULT") == "hang":
+        print("lw-test: the plugin's start hangs", flush=True)
         await asyncio.Event().wait()
     raise OSError(30, "Read-only file system", str(self.config.layout.local_state))
     yield  # pragma: no cover

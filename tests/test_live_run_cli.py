@@ -176,6 +176,10 @@ async def test_the_worker_serves_lw_metrics_on_its_prometheus_port(
         dev_env, "run", "steady", "Again.", "--task-queue", TASK_QUEUE, "--id", "m-1"
     )
     assert code == 0, err
+    code, _, err = await lw(
+        dev_env, "run", "probing", "Look.", "--task-queue", TASK_QUEUE, "--id", "m-2"
+    )
+    assert code == 3, err
     url = f"http://127.0.0.1:{metrics_port}/metrics"
     text = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=10).read().decode())
     samples = {
