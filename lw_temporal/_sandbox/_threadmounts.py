@@ -4,7 +4,7 @@ A worker with ``CAP_SYS_ADMIN`` (root on a host) mounts each command's overlays 
 mount namespace that the thread that starts the sandboxes keeps for itself (see
 :class:`ThreadMounts`), and bwrap, started by that thread, copies that namespace and
 binds the merged folders. The child is a plain ``vfork`` and exec; any other worker's
-child makes a namespace of its own instead (:class:`._userns.OverlayNamespace`).
+child makes a namespace of its own instead (:func:`._userns.overlay_launcher`).
 
 When commands run as a separate sandbox user (a root worker), the store folder under
 an overlay is owned by the worker, which the sandbox user could not write through the
@@ -108,7 +108,7 @@ class ThreadMounts:
     @classmethod
     def of_this_thread(cls) -> ThreadMounts | None:
         """The calling thread's (entered on first use); ``None`` when the worker may
-        not (then each child makes its own namespace, see :class:`OverlayNamespace`)."""
+        not (then each child makes its own namespace: :func:`._userns.overlay_launcher`)."""
         if cls._local is None:  # made on first use: workflow sandboxes import this module
             cls._local = threading.local()
         if not hasattr(cls._local, "mounts"):
