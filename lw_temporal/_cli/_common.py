@@ -103,6 +103,14 @@ def build_model(spec: str, base_url: str | None = None) -> Any:
         ) from None
 
 
+def existing_dir(text: str) -> str:
+    """An argparse type: a folder that exists (the data dir of a command that only reads
+    or cleans one, and must not make an empty one)."""
+    if not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is not an existing folder")
+    return text
+
+
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 

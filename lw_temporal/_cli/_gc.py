@@ -9,6 +9,7 @@ from ._common import (
     Commands,
     add_connection,
     connect,
+    existing_dir,
     failed,
     operator,
     parse_duration,
@@ -21,7 +22,9 @@ def add_gc(sub: Commands) -> None:
     gc = sub.add_parser(
         "gc", help="remove the scratch of runs closed longer than a retention period"
     )
-    gc.add_argument("--data-dir", required=True, help="the data dir whose runs/ is cleaned")
+    gc.add_argument(
+        "--data-dir", required=True, type=existing_dir, help="the data dir whose runs/ is cleaned"
+    )
     gc.add_argument(
         "--retain",
         type=parse_duration,

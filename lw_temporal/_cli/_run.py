@@ -19,7 +19,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from .._ids import AgentId, InvalidWorkflowId, check_definition_id
+from .._ids import AgentId, InvalidWorkflowId, check_definition_id, parse_workflow_id
 from .._live import (
     Node,
     Screen,
@@ -116,9 +116,9 @@ def agent_id_for(args: argparse.Namespace) -> tuple[AgentId, str]:
     expected = 1 if args.pipeline else 2
     if len(words) != expected:
         usage = (
-            'lw-temporal run --pipeline "<task>"'
+            'lw-temporal run --pipeline "TASK"'
             if args.pipeline
-            else 'lw-temporal run <definition> "<task>"'
+            else 'lw-temporal run DEFINITION "TASK"'
         )
         raise CliError(f"expected {usage}, got {len(words)} arguments", USAGE)
     token = args.id or new_token()
@@ -225,7 +225,17 @@ async def run_command(args: argparse.Namespace) -> int:
     return _ended(code or _tool_failures(nodes))
 
 
+def _workflow_id(text: str) -> str:
+    """A workflow ID of lw's grammar, or a usage error saying the grammar."""
+    try:
+        parse_workflow_id(text)
+    except InvalidWorkflowId as err:
+        raise CliError(str(err), USAGE) from None
+    return text
+
+
 async def status_command(args: argparse.Namespace) -> int:
+    _workflow_id(args.workflow_id)
     client = await connect(args)
     nodes = await fetch_tree(client, args.workflow_id)
     if nodes is None:
@@ -240,6 +250,7 @@ async def status_command(args: argparse.Namespace) -> int:
 
 
 async def cancel_command(args: argparse.Namespace) -> int:
+    _workflow_id(args.workflow_id)
     client = await connect(args)
     handle = client.get_workflow_handle(args.workflow_id)
     try:

@@ -141,14 +141,6 @@ def _plugin(args: argparse.Namespace) -> tuple[Any, str]:
     options: dict[str, Any] = {"sandbox": args.sandbox}
     if args.model is not None:
         options["model"] = build_model(args.model, args.model_base_url)
-    elif not args.no_model:
-        raise CliError(
-            "no --model: every agent of these definitions needs one. Pass --model "
-            "anthropic:<model>, openai:<model> or module:attribute "
-            "(--model workflows.pipeline:sample_model plays the sample pipeline without an "
-            "LLM), or --no-model to serve dreams only",
-            USAGE,
-        )
     options.update(plugin_options(args))
     try:
         plugin = LittleWorkflowPlugin(
@@ -171,6 +163,14 @@ def _plugin(args: argparse.Namespace) -> tuple[Any, str]:
         raise CliError(str(err), USAGE) from None
     except OSError as err:
         raise CliError(f"the data dir cannot be used: {explain(err)}", USAGE) from None
+    if args.model is None and not args.no_model:
+        raise CliError(
+            "no --model: every agent of these definitions needs one. Pass --model "
+            "anthropic:<model>, openai:<model> or module:attribute "
+            "(--model workflows.pipeline:sample_model plays the sample pipeline without an "
+            "LLM), or --no-model to serve dreams only",
+            USAGE,
+        )
     return plugin, memory_id
 
 
