@@ -40,8 +40,8 @@ def check_data_dir(path: str | Path, option: str, *, create: bool) -> Path:
                 "--create to let the worker create it",
                 USAGE,
             )
-        try:
-            root.mkdir(parents=True, mode=0o750)
+        try:  # the default mode: the worker closes the data dir as its sandbox needs
+            root.mkdir(parents=True)
         except OSError as err:
             raise CliError(f"cannot create {option} {root}: {err.strerror}", USAGE) from None
     if not root.is_dir():

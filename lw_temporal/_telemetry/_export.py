@@ -62,6 +62,8 @@ def otlp_endpoint() -> str:
 
 def describe_export() -> str:
     """One phrase naming where ``tracing=True`` sends spans (for a worker's ready line)."""
+    if _env("OTEL_SDK_DISABLED").lower() == "true":
+        return "off: OTEL_SDK_DISABLED=true"
     kind = (_env("OTEL_TRACES_EXPORTER") or "otlp").split(",")[0].strip().lower()
     if kind in ("none", "console"):
         return f"spans: OTEL_TRACES_EXPORTER={kind}"
