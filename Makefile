@@ -4,7 +4,11 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-DATA_DIR ?= ./lw-data
+# Empty: ./lw-data, or /var/tmp/lw-demo where the sandbox user cannot reach ./lw-data
+# (a clone inside a home only its owner may enter); the demo says which.
+DATA_DIR ?=
+# HOLD=1 keeps the dev server and its UI up after the demo, until Ctrl-C.
+HOLD ?=
 
 .PHONY: setup system-deps demo test lint typecheck pytest bench clean
 
@@ -39,7 +43,7 @@ system-deps:
 setup: system-deps $(VENV)/.installed
 
 demo: setup
-	$(BIN)/lw-temporal demo --data-dir $(DATA_DIR)
+	$(BIN)/lw-temporal demo $(if $(DATA_DIR),--data-dir $(DATA_DIR)) $(if $(HOLD),--hold)
 
 lint: setup
 	$(BIN)/ruff check lw_temporal workflows tests benchmarks

@@ -105,9 +105,8 @@ async def test_the_review_page_decides_like_the_cli(
                 # A long command is shown cut, and whole from the run's conversation.
                 assert f"{shipper} · a2 · bash" in text
                 assert "These arguments are cut for display" in text and HIDDEN not in text
-                whole = await page.evaluate(
-                    f"document.querySelector(\"section[id='req-{shipper}-a2'] details\").textContent"
-                )
+                details = f"section[id='req-{shipper}-a2'] details"
+                whole = await page.evaluate(f'document.querySelector("{details}").textContent')
                 assert HIDDEN in whole and "its sha256 checked" in whole
                 assert (
                     await page.evaluate("document.querySelectorAll('main img, main script').length")

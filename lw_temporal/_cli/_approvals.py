@@ -9,13 +9,12 @@ request is unknown or already decided, or the decider is not one the rule accept
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 from .._approvals import ApprovalRecord, ApprovalRequest
 from .._live import one_line
-from ._common import Commands, Handler, add_connection, connect, failed, then_exit
+from ._common import Commands, Handler, add_connection, connect, failed, say, then_exit
 from ._keys import add_keys
 
 
@@ -60,9 +59,8 @@ def add_approvals(sub: Commands) -> None:
 
 
 def _safe(text: str, limit: int = 200) -> str:
-    """Agent-written text on one line, with what a terminal would act on escaped."""
-    flat = one_line(text, limit)
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in flat)
+    """Agent-written text on one line (``say`` escapes what a terminal would act on)."""
+    return one_line(text, limit)
 
 
 def _age(since: datetime) -> str:
@@ -112,26 +110,23 @@ async def _list(args: argparse.Namespace) -> int:
     except Exception as err:
         return failed("approvals list", err)
     for request in listing.pending:
-        print(pending_line(request))
+        say(pending_line(request))
     for record in decided:
-        print(decided_line(record))
+        say(decided_line(record))
     if not listing.pending:
-        print(
-            f"no approval requests waiting ({listing.asked} running lw workflows asked)",
-            file=sys.stderr,
-        )
+        say(f"no approval requests waiting ({listing.asked} running lw workflows asked)", err=True)
     if listing.more:
-        print(
+        say(
             "lw-temporal: more running workflows than one listing asks; narrow it with "
             "--workflow or --task-queue",
-            file=sys.stderr,
+            err=True,
         )
     if listing.unreachable:
         shown = ", ".join(listing.unreachable[:10])
-        print(
+        say(
             f"lw-temporal: {len(listing.unreachable)} workflows did not answer (is a worker "
             f"polling their task queue?): {shown}",
-            file=sys.stderr,
+            err=True,
         )
     return 0
 
@@ -169,7 +164,7 @@ def _decide_handler(approve: bool) -> Handler:
         except Exception as err:
             return failed(f"approvals {verb}", err)
         then = "the call runs now" if approve else "the agent is told why"
-        print(
+        say(
             f"{args.workflow_id}  {record.request.id}  {record.outcome.value} by "
             f"{_safe(record.by, 80)}; {then}"
         )
