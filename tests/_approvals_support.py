@@ -66,7 +66,8 @@ MODEL = ScriptedModel(
             tool("bash", command=DEPLOY),
         ),
         ("gated", Role.PLANNER): _turns(
-            tool("bash", command="echo deploy one >> /mnt/scratch/own/deploy.log"),
+            # A terminal control in the command: listed escaped, never acted on.
+            tool("bash", command="echo deploy one >> /mnt/scratch/own/deploy.log # \x1b[2K"),
             tool("bash", command="echo deploy two >> /mnt/scratch/own/deploy.log"),
         ),
         ("memo", Role.PLANNER): _turns(

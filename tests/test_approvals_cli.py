@@ -95,6 +95,7 @@ async def test_a_denial_is_the_models_tool_result_and_repeats_are_refused(
         )
         lines = await until_listed(dev_env, workflow_id, count=2)
         assert [line.split("  ")[1] for line in lines] == ["a1", "a2"]
+        assert "\x1b" not in lines[0] and lines[0].endswith("# \\x1b[2K"), lines[0]
         code, out, err = await lw(
             dev_env, "approvals", "deny", workflow_id, "a1", "--by", "dana", "--why", "not today"
         )
