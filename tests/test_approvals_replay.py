@@ -80,7 +80,9 @@ async def test_record_the_approvals_history(
         handle = await client.start_workflow(
             "lw.Planner", "go", id=WORKFLOW_ID, task_queue=task_queue, result_type=AgentResult
         )
-        while len((await list_approvals(client, workflow_id=WORKFLOW_ID)).pending) < 3:
+        for _ in range(600):  # until all three calls of the reply wait
+            if len((await list_approvals(client, workflow_id=WORKFLOW_ID)).pending) == 3:
+                break
             await asyncio.sleep(0.1)
         await decide(client, WORKFLOW_ID, "a1", approve=True, by="carol", why="fine")
         await decide(client, WORKFLOW_ID, "a2", approve=False, by="carol", why="not two")
