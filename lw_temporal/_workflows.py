@@ -528,7 +528,6 @@ class _Agent(Approvals):
             request = spec.arguments(call.arguments)
         except ValidationError as err:
             return self._result(call, turn, f"{call.name}: invalid arguments: {err}", error=True)
-
         activity = spec.activity
 
         def attempt(activity_id: str) -> Coroutine[Any, Any, Any]:
@@ -551,7 +550,7 @@ class _Agent(Approvals):
                 raise
             text = _failure_text(err)
             if once:
-                text += " (an approved call runs at most once, so it was not retried)"
+                text += " (an approved call is not tried again once it may have started)"
             return self._result(call, turn, text, error=True)
         rendered = spec.rendered(result)
         answer = self._result(call, turn, rendered.text, error=rendered.is_error, ref=rendered.ref)
