@@ -462,10 +462,10 @@ class _Agent(Approvals):
                 allowed = []
                 verdicts = await self._verdicts(range(first, index))
                 for child, verdict in zip(group, verdicts, strict=True):
-                    if verdict is None or verdict.outcome.runs:
+                    if verdict is None or verdict.runs:
                         allowed.append(child)
                     else:
-                        text = verdict.result_text()
+                        text = verdict.text
                         self._record(exchange, self._result(child, exchange.turn, text, error=True))
                 self._status = "waiting for children"
                 self._running = [f"{len(allowed)} x {call.name}"]
@@ -473,8 +473,8 @@ class _Agent(Approvals):
                     self._record(exchange, result)
                 continue
             [verdict] = await self._verdicts([index])
-            if verdict is not None and not verdict.outcome.runs:
-                text = verdict.result_text()
+            if verdict is not None and not verdict.runs:
+                text = verdict.text
                 self._record(exchange, self._result(call, exchange.turn, text, error=True))
             else:
                 self._status = "running tools"

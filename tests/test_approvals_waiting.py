@@ -17,6 +17,7 @@ from lw_temporal import AgentInput, AgentResult, ApprovalRule, ModelRequest, Rol
 from lw_temporal import WorkflowDefinition as Definition
 from lw_temporal._approvals import ApprovalRequest
 from lw_temporal._approvals._client import decide, list_approvals
+from lw_temporal._approvals._records import REQUESTS_PER_REPLY
 from lw_temporal.ids import PROGRESS_QUERY, DataLayout, Progress
 from lw_temporal.testing import ScriptedModel, running_worker, tool
 
@@ -209,3 +210,25 @@ async def test_a_sub_run_rule_asks_beyond_its_count(
     told = result.summary.split(" | ")
     assert any("denied this call (approval a2" in t and "two is enough" in t for t in told)
     assert sum("finished after 1 turns: part done" in t for t in told) == 2
+
+
+async def test_one_reply_opens_a_bounded_number_of_requests(
+    ts_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    definitions = [Definition(id="many", approvals=(ApprovalRule(tool="bash", command="^true"),))]
+    calls = [tool("bash", command=f"true {n}") for n in range(REQUESTS_PER_REPLY + 1)]
+    model = ScriptedModel({("many", Role.PLANNER): [calls, _told]})
+    async with running_worker(
+        ts_env.client,
+        data_dir=data_dir,
+        definitions=definitions,
+        model=model,
+        task_queue=task_queue,
+    ) as client:
+        result = await client.execute_workflow(
+            "lw.Planner", "go", id="run_many@1", task_queue=task_queue, result_type=AgentResult
+        )
+    told = result.summary.split(" | ")
+    assert len(told) == REQUESTS_PER_REPLY + 1
+    assert all("timed out" in t for t in told[:REQUESTS_PER_REPLY])
+    assert told[-1].startswith(f"bash: not run: more than {REQUESTS_PER_REPLY} calls of one reply")

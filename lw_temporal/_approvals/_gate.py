@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TypeVar
 
@@ -36,6 +37,7 @@ from ._records import (
     DECIDE_UPDATE,
     RECORD_ACTIVITY,
     REQUEST_PREFIX,
+    REQUESTS_PER_REPLY,
     ApprovalBook,
     ApprovalDecision,
     ApprovalRecord,
@@ -99,6 +101,8 @@ class ApprovalGate:
         self._open: dict[int, ApprovalRequest] = {}
         #: Decisions that arrived for requests of this run (by request id).
         self._decided: dict[str, ApprovalRecord] = {}
+        #: Calls of the reply past REQUESTS_PER_REPLY, answered unrun (by index).
+        self._over: dict[int, str] = {}
 
     def configure(self, agent_id: AgentId, role: Role, state: AgentState) -> None:
         self._agent, self._role, self.book = agent_id, role, state.approvals
@@ -115,7 +119,7 @@ class ApprovalGate:
     # -- opening a reply ------------------------------------------------------------
     def open(self, calls: Sequence[ToolCall], turn: int, state: AgentState) -> None:
         """Make a pending request of every call of the reply that a rule asks about."""
-        self._open = {}
+        self._open, self._over = {}, {}
         if not self._rules:
             return
         sub_runs = Counter(_sub_run_definition(c) for c in state.children)
@@ -141,8 +145,16 @@ class ApprovalGate:
                     actions[i] = action.model_copy(update={"started": steps})
                     steps += 1
             rule = first_match(self._rules_for(workflow_id), actions, self._role)
-            if rule is not None:
-                self._open[index] = self._request(call, turn, rule, actions[0].tool)
+            if rule is None:
+                continue
+            if len(self._open) >= REQUESTS_PER_REPLY:
+                self._over[index] = (
+                    f"{call.name}: not run: more than {REQUESTS_PER_REPLY} calls of one reply "
+                    f"need a person's approval (rule: {rule.describe()}); ask for at most "
+                    f"{REQUESTS_PER_REPLY} at a time"
+                )
+                continue
+            self._open[index] = self._request(call, turn, rule, actions[0].tool)
 
     def _request(
         self, call: ToolCall, turn: int, rule: ApprovalRule, action: str
@@ -174,6 +186,10 @@ class ApprovalGate:
 
     def requested(self, index: int) -> ApprovalRequest | None:
         return self._open.get(index)
+
+    def refused(self, index: int) -> str | None:
+        """Why the reply's call ``index`` is answered unrun without a request, if it is."""
+        return self._over.get(index)
 
     # -- waiting --------------------------------------------------------------------
     async def verdict(self, index: int) -> ApprovalRecord | None:
@@ -265,6 +281,15 @@ class ApprovalGate:
         return record
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """What the loop does with a call a rule asked about: run it (once), or answer it,
+    unrun, with ``text`` as a failed tool result."""
+
+    runs: bool
+    text: str = ""
+
+
 class Approvals:
     """The decision update of every agent workflow, and the gate the loop asks."""
 
@@ -274,16 +299,29 @@ class Approvals:
     def __init__(self) -> None:
         self._gate = ApprovalGate()
 
-    async def _verdicts(self, indices: Iterable[int]) -> list[ApprovalRecord | None]:
-        """The decisions on the reply's calls at ``indices`` (None where no rule asks),
-        waiting for them together; the live tree says what waits."""
+    async def _verdicts(self, indices: Iterable[int]) -> list[Verdict | None]:
+        """What to do with the reply's calls at ``indices`` (None where no rule asks),
+        waiting for their decisions together; the live tree says what waits."""
+        gate = self._gate
         wanted = list(indices)
-        requests = [r for i in wanted if (r := self._gate.requested(i)) is not None]
-        if not requests:
-            return [None] * len(wanted)  # nothing to wait for (and no yield to the loop)
-        self._status = "waiting for approval"
-        self._running = [f"{r.tool} {r.id}" for r in requests]
-        return list(await asyncio.gather(*(self._gate.verdict(i) for i in wanted)))
+        requests = [r for i in wanted if (r := gate.requested(i)) is not None]
+        if requests:
+            self._status = "waiting for approval"
+            self._running = [f"{r.tool} {r.id}" for r in requests]
+            records = await asyncio.gather(*(gate.verdict(i) for i in wanted))
+        else:
+            records = [None] * len(wanted)  # nothing to wait for (and no yield to the loop)
+        verdicts: list[Verdict | None] = []
+        for index, record in zip(wanted, records, strict=True):
+            over = gate.refused(index)
+            if over is not None:
+                verdicts.append(Verdict(runs=False, text=over))
+            elif record is None:
+                verdicts.append(None)
+            else:
+                text = "" if record.outcome.runs else record.result_text()
+                verdicts.append(Verdict(runs=record.outcome.runs, text=text))
+        return verdicts
 
     @workflow.update(name=DECIDE_UPDATE)
     def decide(self, decision: ApprovalDecision) -> ApprovalRecord:

@@ -33,7 +33,10 @@ ARGUMENT_CHARS = 4096
 ARGUMENT_KEYS = 32
 #: Decisions a run's book keeps (newest); older ones are counted and stay in the
 #: run's audit files.
-KEPT_DECISIONS = 50
+KEPT_DECISIONS = 20
+#: Requests one reply may open; calls past them are refused unrun (the model is told
+#: to ask for fewer at a time), so a run's pending requests stay bounded.
+REQUESTS_PER_REPLY = 50
 #: Characters of a decider's name and reason.
 NAME_CHARS = 200
 WHY_CHARS = 2000
