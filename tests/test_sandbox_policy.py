@@ -27,6 +27,8 @@ SYSTEM_ARGV = [
     *(["--symlink", "usr/lib64", "/lib64"] if Path("/usr/lib64").is_dir() else []),
     "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
     "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
+    "--ro-bind-try", "/etc/debian_version", "/etc/debian_version",
+    "--ro-bind-try", "/etc/os-release", "/etc/os-release",
     "--proc", "/proc",
     "--dev", "/dev",
     "--size", "67108864", "--tmpfs", "/dev/shm",
@@ -92,7 +94,8 @@ def test_planner_bwrap_argv_binds_the_overlay_not_the_store(tmp_path: Path) -> N
 def system_rules() -> list[tuple[str, int]]:
     return [
         ("/usr", READ), ("/bin", READ), ("/sbin", READ), ("/lib", READ), ("/lib64", READ),
-        ("/etc/ld.so.cache", READ), ("/etc/alternatives", READ), ("/proc", READ),
+        ("/etc/ld.so.cache", READ), ("/etc/alternatives", READ),
+        ("/etc/debian_version", READ), ("/etc/os-release", READ), ("/proc", READ),
         ("/dev/null", DEVICE), ("/dev/zero", READ_FILE), ("/dev/full", READ_FILE),
         ("/dev/random", READ_FILE), ("/dev/urandom", READ_FILE), ("/dev/tty", READ_FILE),
     ]  # fmt: skip

@@ -29,6 +29,7 @@ from ._spec import (
     SYSTEM_VIEW,
     Limits,
     SandboxMount,
+    SandboxNetwork,
     SandboxSpec,
     SystemView,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "OutputSink",
     "RunOutcome",
     "SandboxMount",
+    "SandboxNetwork",
     "SandboxSpec",
     "SandboxUnavailable",
     "SandboxUser",

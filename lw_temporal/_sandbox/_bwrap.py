@@ -1,7 +1,7 @@
 """The bubblewrap backend: a mount namespace holding exactly the spec and the system view.
 
 A new mount namespace whose only contents are the spec's mounts plus the
-:class:`SystemView` (``/usr`` and its links, two ``/etc`` entries, a fresh ``/proc``, a
+:class:`SystemView` (``/usr`` and its links, four ``/etc`` entries, a fresh ``/proc``, a
 minimal ``/dev``, size-capped ``/tmp`` and ``/dev/shm``); new user (no capabilities, no
 nested user namespaces), pid, ipc, uts, cgroup and network namespaces; a new session
 (no TIOCSTI into the worker's terminal); a cleared environment. Overlay mounts need a
@@ -11,17 +11,24 @@ bwrap starts from (:mod:`._userns`), and bwrap binds the merged folders.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import fcntl
 import functools
 import os
 import shutil
 import subprocess
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from .._mode import Mode
 from . import _seccomp
 from ._backends import Backend, Launch, SandboxUnavailable, script_through_fd
 from ._spec import Limits, SandboxMount, SandboxSpec, SystemView
 from ._userns import Overlay
+
+#: The connect broker, run inside the sandbox by the system view's ``python3`` for a
+#: command with a network policy (read from a descriptor: no host path is bound).
+_BROKER = Path(__file__).with_name("_netbroker.py")
 
 _SANDBOX_UID = "1000"
 
@@ -35,10 +42,12 @@ OVERLAY_OPTIONS = "userxattr,volatile,lowerdir=lower,upperdir=upper,workdir=work
 
 class BwrapBackend(Backend):
     name = "bwrap"
+    brokers_network = True
 
     def __init__(self, bwrap: str | None = None) -> None:
         self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
         self._filter_fd: int | None = None
+        self._broker_fd: int | None = None
 
     @property
     def guarantees(self) -> str:
@@ -85,17 +94,55 @@ class BwrapBackend(Backend):
             return [self.bwrap, *options[0], *command], None
         return [self.bwrap, "--args", str(args_fd), *command], options[1]
 
+    def brokered(self, spec: SandboxSpec, report_fd: int) -> tuple[SandboxSpec, tuple[int, ...]]:
+        """``spec`` run by the connect broker (see ``_netbroker``), which the sandbox's
+        ``python3`` starts as the command's parent, and the descriptors it needs (its
+        source, the command's socket pair end); unchanged without a network."""
+        network = spec.network
+        if network is None:
+            return spec, ()
+        if self._broker_fd is None:
+            fd = os.memfd_create("lw-netbroker", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            os.write(fd, _BROKER.read_bytes())
+            fcntl.fcntl(
+                fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+            )
+            self._broker_fd = fd
+        script = os.open(f"/proc/self/fd/{self._broker_fd}", os.O_RDONLY | os.O_CLOEXEC)
+        channel = os.dup(network.channel)
+        host, port = network.proxy
+        program = base64.b64encode(_seccomp.connect_broker_bpf()).decode()
+        argv = (
+            "python3",
+            "-I",
+            "-S",
+            f"/dev/fd/{script}",
+            str(script),
+            str(channel),
+            str(report_fd),
+            str(_seccomp.syscall_number("seccomp")),
+            program,
+            f"{host}:{port}",
+            "--",
+            *spec.argv,
+        )
+        return dataclasses.replace(spec, argv=argv), (script, channel)
+
     def launch(self, spec: SandboxSpec, args_fd: int, report_fd: int) -> Launch:
         overlays = [m for m in spec.mounts if m.overlay]
         for mount in overlays:  # where the store is bound, before any descriptor opens
             assert mount.staging is not None
             (mount.staging / "lower").mkdir(exist_ok=True)
         spec, fds = script_through_fd(spec)
-        fds = (*fds, self.seccomp_fd())
+        spec, broker_fds = self.brokered(spec, report_fd)
+        reports = spec.network is not None
+        fds = (*fds, *broker_fds, self.seccomp_fd())
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
         if not overlays:
             argv, payload = self.bwrap_argv(spec, args_fd=args_fd, seccomp_fd=fds[-1])
-            return Launch(argv, env, payload=payload, gated=True, fds=fds, user=spec.user)
+            return Launch(
+                argv, env, payload=payload, gated=True, fds=fds, user=spec.user, reports=reports
+            )
         merged: dict[str, str] = {}
         mounts: list[Overlay] = []
         for mount in overlays:
@@ -112,6 +159,7 @@ class BwrapBackend(Backend):
             overlays=tuple(mounts),
             fds=fds,
             user=spec.user,
+            reports=reports,
         )
 
 

@@ -66,8 +66,10 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 class SystemView:
     """What a sandboxed command sees of the host besides the spec's mounts.
 
-    Only the system folders programs need to run, read-only; two ``/etc`` entries the
-    dynamic loader and ``update-alternatives`` links need (no ``passwd``, no host
+    Only the system folders programs need to run, read-only; the ``/etc`` entries the
+    dynamic loader and ``update-alternatives`` links need and the distribution's
+    version (pip reads it; on Landlock an unlisted file that exists answers
+    ``EACCES``, which it does not expect) (no ``passwd``, no host
     configuration); ``/proc`` (under bwrap the sandbox's own pid namespace); the
     harmless device nodes (no disks, no ``/dev/kmsg``); fresh private folders for
     temporary files; and a fixed environment (nothing of the worker's).
@@ -83,7 +85,12 @@ class SystemView:
         ("/lib64", "usr/lib64"),
     )
     #: Single host files shown read-only (absent ones are skipped).
-    etc_files: tuple[str, ...] = ("/etc/ld.so.cache", "/etc/alternatives")
+    etc_files: tuple[str, ...] = (
+        "/etc/ld.so.cache",
+        "/etc/alternatives",
+        "/etc/debian_version",
+        "/etc/os-release",
+    )
     proc: str = "/proc"
     #: Device nodes the command may read (and, for the sinks, write).
     devices: tuple[str, ...] = (
@@ -131,6 +138,18 @@ SYSTEM_VIEW = SystemView()
 
 
 @dataclass(frozen=True, slots=True)
+class SandboxNetwork:
+    """A command that reaches the network through a proxy: every ``connect`` it makes
+    goes to the sandbox's connect broker (``_netbroker``), which hands connections
+    to ``proxy`` (the address the command's environment names) to the proxy as
+    descriptors on ``channel`` (the command's unix socket pair end; the backend
+    passes a copy into the sandbox) and refuses the rest."""
+
+    channel: int
+    proxy: tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class SandboxSpec:
     argv: tuple[str, ...]
     cwd: PurePosixPath
@@ -144,6 +163,8 @@ class SandboxSpec:
     system: SystemView = SYSTEM_VIEW
     #: The host identity the command runs as; ``None``: the worker's own (non-root).
     user: SandboxUser | None = None
+    #: Set for a command with a network policy; ``None``: no network at all.
+    network: SandboxNetwork | None = None
 
     def real_of(self, virtual: PurePosixPath) -> Path | None:
         """The real folder behind a virtual path (for backends without a mount view)."""
