@@ -30,6 +30,7 @@ from ._options import (
     BashOptions,
     DeploymentOptions,
     DreamingAgentOptions,
+    EgressOptions,
     MemoryOptions,
     ModelCallOptions,
     OrchestratorOptions,
@@ -91,6 +92,8 @@ class LittleWorkflowPlugin(SimplePlugin):
             consolidator.
         deployment: memory and runs roots, host, host timeout, memory id and whether
             the server has lw's search attributes.
+        egress: the egress proxy's limits per command (agents whose definition has a
+            ``NetworkPolicy``) and, for tests only, a resolver override.
     """
 
     def __init__(
@@ -107,6 +110,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         memory: MemoryOptions | None = None,
         dreaming: DreamingAgentOptions | None = None,
         deployment: DeploymentOptions | None = None,
+        egress: EgressOptions | None = None,
     ) -> None:
         model_calls = model_calls or ModelCallOptions()
         orchestrator = orchestrator or OrchestratorOptions()
@@ -136,6 +140,7 @@ class LittleWorkflowPlugin(SimplePlugin):
             output_cap=bash.output_cap,
             limits=bash.limits,
             commit_staged=bash_committer(self.memory),
+            egress=(egress or EgressOptions()).limits(),
         )
         activities += self.bash_activities.callables
         workflows: list[type] = list(WORKFLOWS)

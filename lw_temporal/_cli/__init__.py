@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ._dream import add_dream
     from ._gc import add_gc
     from ._memory import add_memory
+    from ._network import add_network
     from ._run import add_run
     from ._worker import add_worker
 
@@ -31,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Durable, sandboxed working memory for AI agents on Temporal.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (add_demo, add_worker, add_dream, add_gc, add_memory, add_run):
+    for add in (add_demo, add_worker, add_dream, add_gc, add_memory, add_network, add_run):
         add(sub)
     return parser
 
