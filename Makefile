@@ -17,14 +17,20 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 # bubblewrap, the sandbox behind lw.bash, libseccomp2, which compiles its filter, and a
-# python3 under /usr, which the sandbox's self-test runs inside the sandbox.
+# python3 under /usr, which the sandbox's self-test and its connect broker run inside
+# the sandbox; pip, git, curl and openssl are the real clients the egress tests run
+# inside the sandbox through the proxy.
+SYSTEM_PACKAGES := bubblewrap libseccomp2 python3 python3-pip git curl openssl
 system-deps:
 	@if ! command -v bwrap >/dev/null 2>&1 || ! /sbin/ldconfig -p | grep -q 'libseccomp\.so\.2' \
-	    || ! { [ -x /usr/bin/python3 ] || [ -x /usr/local/bin/python3 ]; }; then \
+	    || ! { [ -x /usr/bin/python3 ] || [ -x /usr/local/bin/python3 ]; } \
+	    || ! { /usr/bin/python3 -c 'import pip' 2>/dev/null || /usr/local/bin/python3 -c 'import pip' 2>/dev/null; } \
+	    || ! command -v git >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1 \
+	    || ! command -v openssl >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap libseccomp2 python3; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES); \
 	  else \
-	    echo "bubblewrap, libseccomp2 or python3 is missing: run 'sudo apt-get install bubblewrap libseccomp2 python3' (Debian/Ubuntu)" >&2; exit 1; \
+	    echo "a system package is missing: run 'sudo apt-get install $(SYSTEM_PACKAGES)' (Debian/Ubuntu)" >&2; exit 1; \
 	  fi; \
 	fi
 
