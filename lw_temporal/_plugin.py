@@ -35,6 +35,7 @@ from ._options import (
     BashOptions,
     DeploymentOptions,
     DreamingAgentOptions,
+    EgressOptions,
     MemoryOptions,
     ModelCallOptions,
     OrchestratorOptions,
@@ -66,11 +67,11 @@ def _passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
         return dataclasses.replace(
             runner,
             restrictions=runner.restrictions.with_passthrough_modules(
-                # re2: approval rules match agent-written commands in workflow code.
                 "lw_temporal",
                 "pydantic",
                 "pydantic_core",
                 "annotated_types",
+                # Approval rules match agent-written commands in workflow code with RE2.
                 "re2",
             ),
         )
@@ -110,6 +111,8 @@ class LittleWorkflowPlugin(SimplePlugin):
         deployment: memory and runs roots, host, host timeout, memory id and whether
             the server has lw's search attributes.
         privacy: payload encryption per run tree (on by default) and its key store.
+        egress: the egress proxy's limits per command (agents whose definition has a
+            ``NetworkPolicy``) and, for tests only, a resolver override.
     """
 
     def __init__(
@@ -127,6 +130,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         dreaming: DreamingAgentOptions | None = None,
         deployment: DeploymentOptions | None = None,
         privacy: PrivacyOptions | None = None,
+        egress: EgressOptions | None = None,
     ) -> None:
         model_calls = model_calls or ModelCallOptions()
         orchestrator = orchestrator or OrchestratorOptions()
@@ -165,6 +169,7 @@ class LittleWorkflowPlugin(SimplePlugin):
             output_cap=bash.output_cap,
             limits=bash.limits,
             commit_staged=bash_committer(self.memory),
+            egress=(egress or EgressOptions()).limits(),
         )
         activities += self.bash_activities.callables
         #: Claude's text editor and memory tool over the same stores and sandbox user.

@@ -77,13 +77,8 @@ def test_canonical_json_is_sorted_compact_utf8() -> None:
 def test_definition_hash_and_pipeline_key_match_the_formula() -> None:
     review = WorkflowDefinition(id="candidate-review", instructions="review")
     scoring = WorkflowDefinition(id="candidate-scoring")
-    # A definition leaves out the sections it does not use (approval rules), so a new
-    # kind of section keeps every existing definition's hash and pipeline store.
     dumped = json.dumps(
-        review.model_dump(mode="json", exclude={"approvals"}),
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
+        review.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
     ).encode()
     assert review.definition_hash == hashlib.sha256(dumped).hexdigest()
     hashes = sorted([review.definition_hash, scoring.definition_hash])

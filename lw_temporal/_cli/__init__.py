@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ._forget import add_forget
     from ._gc import add_gc
     from ._memory import add_memory
+    from ._network import add_network
     from ._run import add_run
     from ._ui import add_ui
     from ._worker import add_worker
@@ -72,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Durable, sandboxed working memory for AI agents on Temporal.",
     )
     sub: Commands = parser.add_subparsers(dest="command", required=True)  # type: ignore[assignment]
-    adders = (add_demo, add_worker, add_dream, add_gc, add_memory, add_run)
+    adders = (add_demo, add_worker, add_dream, add_gc, add_memory, add_network, add_run)
     for add in (*adders, add_codec_server, add_forget, add_approvals, add_ui):
         add(sub)
     _add_debug(parser, False)

@@ -196,7 +196,7 @@ async def _closed_dream(
     it failed), then the diff its reviewer was shown (the last ``lw.dreaming.show``
     result), or, never shown, its changes (rendered from ``stores`` when given)."""
     state = await _closed_state(client, workflow_id, None)
-    lines = [f"# {workflow_id}: {state.status.value} (closed), {state.runs} runs read"]
+    lines = [f"# {workflow_id}: {state.status.value} (closed)"]
     if state.failure:
         lines.append(f"# failed: {state.failure}")
     if state.decision is not None:
