@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,16 +23,19 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from ._agent import MissingModel, Model, ModelActivities, prefers_local_activity
 from ._agent._recorder import ResultRecorder
+from ._approvals._audit import ApprovalActivities
 from ._bash import BashActivities
 from ._config import LwConfig
 from ._definitions import WorkflowDefinition
 from ._dreaming import DreamingActivities, DreamingWorkflow
+from ._edit import EditActivities
 from ._memory import MemoryActivities, MemoryStores
 from ._memory._capture import bash_committer
 from ._options import (
     BashOptions,
     DeploymentOptions,
     DreamingAgentOptions,
+    EgressOptions,
     MemoryOptions,
     ModelCallOptions,
     OrchestratorOptions,
@@ -43,6 +47,10 @@ from ._retention import RetentionActivities, ScratchRetentionWorkflow
 from ._telemetry._interceptor import telemetry_interceptors
 from ._topology import host_queue
 from ._workflows import WORKFLOWS
+
+#: How often a running activity's heartbeat details reach the server at most (the live
+#: tree shows a command's newest output from them).
+LIVE_HEARTBEAT_EVERY = timedelta(seconds=2)
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -59,7 +67,12 @@ def _passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
         return dataclasses.replace(
             runner,
             restrictions=runner.restrictions.with_passthrough_modules(
-                "lw_temporal", "pydantic", "pydantic_core", "annotated_types"
+                "lw_temporal",
+                "pydantic",
+                "pydantic_core",
+                "annotated_types",
+                # Approval rules match agent-written commands in workflow code with RE2.
+                "re2",
             ),
         )
     return runner
@@ -91,12 +104,15 @@ class LittleWorkflowPlugin(SimplePlugin):
             context budget of each call.
         orchestrator: the orchestrator's instructions and turn budget.
         bash: output cap, resource limits and span contents of each command.
-        memory: the scanner and the shared stores' quota every memory write passes.
+        memory: the scanner and the shared stores' quota every memory write passes,
+            and the embedder that lets agents' searches rank by meaning.
         dreaming: the dreaming agent's instructions, turn budget and model-free
             consolidator.
         deployment: memory and runs roots, host, host timeout, memory id and whether
             the server has lw's search attributes.
         privacy: payload encryption per run tree (on by default) and its key store.
+        egress: the egress proxy's limits per command (agents whose definition has a
+            ``NetworkPolicy``) and, for tests only, a resolver override.
     """
 
     def __init__(
@@ -114,6 +130,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         dreaming: DreamingAgentOptions | None = None,
         deployment: DeploymentOptions | None = None,
         privacy: PrivacyOptions | None = None,
+        egress: EgressOptions | None = None,
     ) -> None:
         model_calls = model_calls or ModelCallOptions()
         orchestrator = orchestrator or OrchestratorOptions()
@@ -142,7 +159,9 @@ class LittleWorkflowPlugin(SimplePlugin):
         self.memory = MemoryStores.for_config(
             self.config, scanner=memory.scanner, store_quota=memory.store_quota
         )
-        self.memory_activities = MemoryActivities(self.config, self.memory)
+        self.memory_activities = MemoryActivities(
+            self.config, self.memory, embedder=memory.embedder
+        )
         activities += self.memory_activities.callables
         self.bash_activities = BashActivities(
             self.config,
@@ -151,8 +170,13 @@ class LittleWorkflowPlugin(SimplePlugin):
             limits=bash.limits,
             commit_staged=bash_committer(self.memory),
             sandbox_ids=bash.sandbox_ids,
+            egress=(egress or EgressOptions()).limits(),
         )
         activities += self.bash_activities.callables
+        #: Claude's text editor and memory tool over the same stores, each agent's
+        #: scratch written as the uid its commands run as.
+        self.edit_activities = EditActivities(self.memory_activities, self.bash_activities.user_of)
+        activities += self.edit_activities.callables
         workflows: list[type] = list(WORKFLOWS)
         local_activity = model_calls.local_activity
         if local_activity is None:
@@ -180,6 +204,8 @@ class LittleWorkflowPlugin(SimplePlugin):
         activities += self.dreaming_activities.callables
         self.retention_activities = RetentionActivities(self.config)
         activities += self.retention_activities.callables
+        self.approval_activities = ApprovalActivities(self.config)
+        activities += self.approval_activities.callables
         workflows += [DreamingWorkflow, ScratchRetentionWorkflow]
         self.activity_callables: Sequence[Callable[..., object]] = tuple(activities)
         super().__init__(
@@ -214,6 +240,10 @@ class LittleWorkflowPlugin(SimplePlugin):
         client = config.get("client")
         if client is not None:
             self._register_keys(client, config.get("task_queue", ""))
+        # A running command's newest output reaches the live tree through its heartbeat
+        # details, which the SDK sends at most this often.
+        throttle = config.get("max_heartbeat_throttle_interval") or LIVE_HEARTBEAT_EVERY
+        config["max_heartbeat_throttle_interval"] = min(throttle, LIVE_HEARTBEAT_EVERY)
         if self._is_host_queue(config.get("task_queue", "")):
             # The host queue carries activities only; workflows run anywhere.
             config["workflows"] = []

@@ -32,7 +32,7 @@ from ._scripted import (
     prefers_local_activity,
     tool,
 )
-from ._tools import REGISTRY, TOOLS, Rendered, Tool, ToolKind, tool_for, tools_for
+from ._tools import REGISTRY, TOOLS, Offer, Rendered, Tool, ToolKind, tool_for, tools_for
 
 __all__ = [
     "DEFAULT_CONTEXT_BUDGET",
@@ -51,6 +51,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelTurn",
+    "Offer",
     "Progress",
     "Rendered",
     "ScriptKey",

@@ -9,6 +9,9 @@ from typing import IO
 
 from ._identity import SandboxUser
 
+#: Bytes of a running command's newest output kept for its live view.
+TAIL_BYTES = 512
+
 
 def _create_beside_agent(path: Path, user: SandboxUser | None = None) -> IO[bytes]:
     """Create ``path`` in a folder the sandboxed command can write, as the worker,
@@ -50,6 +53,8 @@ class OutputSink:
         self.save_cap = save_cap
         self.path = path
         self.head = bytearray()
+        #: The newest bytes, for the live view of a running command (heartbeats).
+        self.tail = b""
         self.total = 0
         self.saved = 0
         self._file: IO[bytes] | None = None
@@ -64,6 +69,7 @@ class OutputSink:
 
     def write(self, data: bytes) -> None:
         self.total += len(data)
+        self.tail = (self.tail + data[-TAIL_BYTES:])[-TAIL_BYTES:]
         if self._file is None and len(self.head) + len(data) <= self.cap:
             self.head += data
             return

@@ -44,7 +44,7 @@ from ._userns import (
     LAUNCH_FAILED_STATUS,
     LaunchFailed,
     Overlay,
-    OverlayNamespace,
+    overlay_launcher,
 )
 
 _CHUNK = 1 << 16
@@ -202,7 +202,7 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
     """Start ``launch`` as the sandbox user; its overlays go into ``mounts`` (the
     calling thread's own namespace) or, without it, into a namespace the child makes
     before its exec."""
-    preexec: OverlayNamespace | None = None
+    argv = launch.argv
     user = start.user
     if launch.overlays and mounts is not None:
         try:
@@ -212,7 +212,10 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
                 os.close(fd)
             raise
     elif launch.overlays:
-        preexec = OverlayNamespace(launch.overlays, start.report_write, idmapped=user is not None)
+        argv = overlay_launcher(
+            launch.overlays, start.report_write, argv, idmapped=user is not None
+        )
+    reports = launch.reports or argv is not launch.argv
     if launch.payload:
         with contextlib.suppress(OSError):
             fcntl.fcntl(start.args_write, fcntl.F_SETPIPE_SZ, max(len(launch.payload), 4096))
@@ -233,7 +236,7 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
                         inside.enter_context(start.cgroup.born_inside())
                     with reaper().launching() as launchers:
                         proc = subprocess.Popen(
-                            launch.argv,
+                            argv,
                             stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE,
@@ -243,10 +246,9 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
                             close_fds=True,
                             pass_fds=(
                                 start.args_read,
-                                *((start.report_write,) if launch.reports else ()),
+                                *((start.report_write,) if reports else ()),
                                 *launch.fds,
                             ),
-                            preexec_fn=preexec,
                         )
                         launchers.add(proc.pid)
                 for overlay in launch.overlays:  # mounted, and nothing of it ran yet
