@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import errno
 import functools
 import itertools
 import logging
@@ -87,30 +88,45 @@ class CgroupSupport:
         total = default_total_memory() if total is None else total
         idle = _IDLE.setdefault((memory, pids, total), [])
         for cgroup in reversed(idle):  # one still draining its last command stays idle
-            if cgroup.reusable():
+            if not cgroup.intact():  # removed behind this worker's back: made anew
+                idle.remove(cgroup)
+                cgroup.forget()
+            elif cgroup.reusable():
                 idle.remove(cgroup)
                 return cgroup
-        folders: list[_Folder] = []
-        name = f"cmd-{next(_counter)}"
         try:
-            for hierarchy in self.hierarchies:
-                path = parent(hierarchy, total) / name
-                if not path.parent.is_dir():  # removed behind this worker's back
-                    parent.cache_clear()
-                    path = parent(hierarchy, total) / name
-                path.mkdir()
-                try:
-                    folders.append(_Folder.open(hierarchy, path))
-                except OSError:
-                    path.rmdir()
-                    raise
-                for key, value in _limit_files(hierarchy, memory, pids):
-                    (path / key).write_text(value)
+            folders = _new_folders(self.hierarchies, memory, pids, total)
         except OSError as err:
             logger.warning("lw.bash: no cgroup for this command (%s); rlimits only", err)
-            CommandCgroup(tuple(folders), idle, total).remove()
             return None
-        return CommandCgroup(tuple(folders), idle, total)
+        return CommandCgroup(folders, idle, total, (memory, pids))
+
+
+def _new_folders(
+    hierarchies: tuple[_Hierarchy, ...], memory: int, pids: int, total: int
+) -> tuple[_Folder, ...]:
+    """A new folder in each hierarchy, under the worker-wide parent (made again when
+    it was removed behind this worker's back), its limits written."""
+    folders: list[_Folder] = []
+    name = f"cmd-{next(_counter)}"
+    try:
+        for hierarchy in hierarchies:
+            path = parent(hierarchy, total) / name
+            if not path.parent.is_dir():
+                parent.cache_clear()
+                path = parent(hierarchy, total) / name
+            path.mkdir()
+            try:
+                folders.append(_Folder.open(hierarchy, path))
+            except OSError:
+                path.rmdir()
+                raise
+            for key, value in _limit_files(hierarchy, memory, pids):
+                (path / key).write_text(value)
+    except OSError:
+        CommandCgroup(tuple(folders), [], total, (memory, pids)).remove()
+        raise
+    return tuple(folders)
 
 
 #: Idle command cgroups per (memory, pids, total) limits: making and removing a memory
@@ -208,11 +224,15 @@ class _Folder:
     #: ``memory.oom_control`` (v1) or ``memory.events`` (v2); -1 without memory.
     events: int = -1
     procs_path: str = ""
+    #: The folder's inode when it was made: one removed and made again under the same
+    #: name is another cgroup, which the descriptors held here do not reach.
+    ino: int = 0
 
     @classmethod
     def open(cls, hierarchy: _Hierarchy, path: Path) -> _Folder:
         folder = cls(hierarchy, path, procs_path=str(path / "cgroup.procs"))
         try:
+            folder.ino = os.stat(path).st_ino
             if hierarchy.version == 1:
                 folder.tasks = os.open(path / "tasks", _WRITE)
             if "memory" in hierarchy.controllers:
@@ -234,6 +254,13 @@ class _Folder:
     def empty(self) -> bool:
         return not self.procs(16).strip()
 
+    def intact(self) -> bool:
+        """Whether this is still the folder that was made (not removed, or replaced)."""
+        try:
+            return os.stat(self.path).st_ino == self.ino
+        except OSError:
+            return False
+
     def close(self) -> None:
         for fd in (self.tasks, self.events):
             if fd >= 0:
@@ -242,14 +269,48 @@ class _Folder:
         self.tasks = self.events = -1
 
 
+class CgroupGone(OSError):
+    """A command's cgroup folder was removed between its check and its use (the
+    launch is tried once more in a folder made anew)."""
+
+
 class CommandCgroup:
     """The cgroup (one folder per hierarchy) of one running command."""
 
-    def __init__(self, folders: tuple[_Folder, ...], idle: list[CommandCgroup], total: int) -> None:
+    def __init__(
+        self,
+        folders: tuple[_Folder, ...],
+        idle: list[CommandCgroup],
+        total: int,
+        limits: tuple[int, int],
+    ) -> None:
         self.folders = folders
         self.idle = idle
         #: The bound of all commands together (their parent's).
         self.total = total
+        #: Its own memory and process bounds (what a folder made anew is given).
+        self.limits = limits
+        self.oom_base = 0
+
+    def intact(self) -> bool:
+        """Whether every folder is still there (an empty cgroup can be removed by
+        anyone with the right: an old worker's sweep, an administrator)."""
+        return all(f.intact() for f in self.folders)
+
+    def forget(self) -> None:
+        """Let go of folders that are gone (their descriptors closed)."""
+        for folder in self.folders:
+            folder.close()
+
+    def renew(self) -> None:
+        """Replace folders removed since this cgroup was made or last checked with new
+        ones of the same limits (raises OSError where none can be made)."""
+        if self.intact():
+            return
+        self.forget()
+        self.folders = _new_folders(
+            tuple(f.hierarchy for f in self.folders), *self.limits, self.total
+        )
         self.oom_base = 0
 
     @property
@@ -271,9 +332,11 @@ class CommandCgroup:
                 (folder.path / "cgroup.procs").write_text(str(pid))
 
     def prepare(self) -> None:
-        """Open the calling thread's own ``tasks`` files (as root, once per thread), so
-        that :meth:`born_inside` can go home under the launcher's ids: v1 lets a
-        thread move itself through a descriptor opened before."""
+        """As root, right before the launch: make anew any folder removed since the
+        cgroup was checked, and open the calling thread's own ``tasks`` files (once per
+        thread), so that :meth:`born_inside` can go home under the launcher's ids: v1
+        lets a thread move itself through a descriptor opened before."""
+        self.renew()
         for folder in self.folders:
             if folder.hierarchy.version == 1:
                 _home_tasks(folder.hierarchy)
@@ -292,7 +355,12 @@ class CommandCgroup:
         moved: list[int] = []
         try:
             for folder, home in zip(v1, homes, strict=True):
-                os.write(folder.tasks, b"0")
+                try:
+                    os.write(folder.tasks, b"0")
+                except OSError as err:
+                    if err.errno != errno.ENODEV:
+                        raise
+                    raise CgroupGone(f"the command's cgroup {folder.path} was removed") from None
                 moved.append(home)
             yield
         finally:
@@ -503,7 +571,7 @@ def _inside(point: Path, mount_root: str, rel: str) -> Path:
 def command_cgroups() -> CgroupSupport:
     """What this worker can give each command (probed once per process)."""
     own = _own_cgroups()
-    tag = f"lw-{os.getpid()}-{uuid.uuid4().hex[:6]}n{_pid_namespace()}"
+    tag = f"lw-{os.getpid()}-{uuid.uuid4().hex[:6]}{namespace_tag()}"
     hierarchies: list[_Hierarchy] = []
     mounts = _mounts()
     for fstype, point, options in mounts:
@@ -570,6 +638,37 @@ def _pid_namespace() -> int:
         return 0
 
 
+#: The initial pid namespace's inode (``PROC_PID_INIT_INO``): the host's.
+_INIT_PID_NAMESPACE = 0xEFFFFFFC
+
+
+def namespace_tag() -> str:
+    """What a worker's cgroup folder names carry of its pid namespace."""
+    return f"n{_pid_namespace()}"
+
+
+def _gone_worker(name: str) -> bool:
+    """Whether the folder ``name`` belongs to a worker of this pid namespace that is
+    no longer running. Names: ``lw-<pid>-<tag>n<ns>[-m<total>]`` (command cgroups and
+    their parents) and ``lw-sandboxes-<pid>-<limit>n<ns>`` (the spawner's). A folder of
+    another namespace is never judged (its pid means nothing here), nor one without a
+    namespace (an older version's) unless this is the host's namespace, where its
+    pid is the host's."""
+    parts = name.split("-")
+    if len(parts) < 3:
+        return False
+    pid = parts[2] if parts[1] == "sandboxes" and len(parts) > 3 else parts[1]
+    if not pid.isdigit():
+        return False
+    tagged = re.search(r"n(\d+)$", parts[3] if parts[1] == "sandboxes" else parts[2])
+    mine = _pid_namespace()
+    if tagged is not None and int(tagged.group(1)) != mine:
+        return False
+    if tagged is None and mine != _INIT_PID_NAMESPACE:
+        return False
+    return not Path(f"/proc/{pid}").exists()
+
+
 def _sweep(folder: Path) -> None:
     """Remove the empty command cgroups of workers that are gone (and the pids
     folders earlier versions left). A cgroup with a process in it cannot be removed,
@@ -582,15 +681,8 @@ def _sweep(folder: Path) -> None:
     for entry in entries[:10_000]:
         if not entry.name.startswith("lw-") or not entry.is_dir(follow_symlinks=False):
             continue
-        # lw-<pid>-<tag>n<pid namespace>[-m<total>] (command cgroups and their parents),
-        # lw-sandboxes-<pid>-<limit> (the spawner's)
-        parts = entry.name.split("-")
-        pid = parts[2] if parts[1] == "sandboxes" and len(parts) > 2 else parts[1]
-        if pid.isdigit() and Path(f"/proc/{pid}").exists():
+        if not _gone_worker(entry.name):
             continue
-        namespace = re.search(r"n(\d+)", parts[2]) if len(parts) > 2 else None
-        if namespace is not None and namespace.group(1) != str(_pid_namespace()):
-            continue  # a worker of another pid namespace: its pid says nothing here
         base = Path(entry.path)
         with contextlib.suppress(OSError):
             for child in base.iterdir():

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ._backends import Backend, Launch
-from ._cgroups import CommandCgroup, command_cgroups
+from ._cgroups import CommandCgroup, command_cgroups, namespace_tag
 from ._identity import SandboxUser, thread_as
 from ._oom import first_to_go, protect_worker
 from ._output import OutputSink
@@ -114,7 +114,7 @@ class _Spawner:
         base = _pids_base()
         if base is None:
             return
-        path = base / f"lw-sandboxes-{os.getpid()}-{self.limit}"
+        path = base / f"lw-sandboxes-{os.getpid()}-{self.limit}{namespace_tag()}"
         try:
             path.mkdir(exist_ok=True)
             (path / "pids.max").write_text(str(self.limit))
