@@ -160,9 +160,13 @@ def read_at(dir_fd: int, name: str, shown: str) -> bytes | None:
 
 def open_file_at(dir_fd: int, name: str, shown: str) -> tuple[int, os.stat_result] | None:
     """An fd on the regular file ``name`` and its stat, ``None`` if it does not
-    exist; links, folders and other kinds are refused. The caller closes the fd."""
+    exist; links, folders and other kinds are refused. The caller closes the fd.
+    Opened without blocking: a fifo an agent left in its scratch would otherwise hold
+    the worker's thread until something writes to it (a regular file reads the same)."""
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd
+        )
     except FileNotFoundError:
         return None
     except OSError as err:
