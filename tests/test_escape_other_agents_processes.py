@@ -1,6 +1,7 @@
 """Escape class: another agent's running processes. While one agent's command runs
 (a secret in its environment, a file in its scratch), a second agent's command,
-at the same time on the same worker, goes through every way to reach it: its
+at the same time on the same worker, goes through every way to reach it: the
+file by its host path (read, hard link), its
 ``/proc/<pid>`` (environ, cwd, root, fd, mem), ``ptrace``, ``process_vm_readv``, a
 pidfd (signal, ``pidfd_getfd``), ``kill``, ``setpriority``, ``prlimit``,
 ``ioprio_set``, ``sched_setaffinity`` and ``kcmp``. Under bwrap it sees no other
@@ -88,13 +89,20 @@ async def test_another_agents_running_processes_are_out_of_reach(
     dev_env: WorkflowEnvironment, data_dir: Path, backend: str
 ) -> None:
     async with running(dev_env, data_dir, backend) as (bash, plugin):
+        # The victim's file by its host path (under Landlock ``$PWD`` names the data
+        # dir, so an attacker can work it out): no read, no hard link to it.
+        victim_file = plugin.config.scope_of(VICTIM, "lw.Worker").own_scratch / "s.txt"
+        by_path = (
+            f"cat {victim_file} && echo LEAK-read; "
+            f"ln {victim_file} /mnt/scratch/own/stolen && echo LEAK-link; "
+        )
         victim, attack = await asyncio.gather(
             bash.one(VICTIM, VICTIM_COMMAND, timeout_seconds=60),
-            bash.one(ATTACKER, ATTACK, timeout_seconds=60),
+            bash.one(ATTACKER, f"{ATTACK}; {by_path}", timeout_seconds=60),
         )
         attacker_scratch = plugin.config.scope_of(ATTACKER, "lw.Worker").own_scratch
+    assert victim_file.stat().st_nlink == 1  # no link to it anywhere
     assert victim.exit_code == 0 and victim.stopped is None, victim  # ran its 6 s, unstopped
-    assert attack.exit_code == 0, attack
     assert "LEAK" not in attack.stdout and "REACHED" not in attack.stdout, attack.stdout
     assert SECRET not in attack.stdout + attack.stderr
     seen = int(attack.stdout.split("seen ")[1].split()[0])

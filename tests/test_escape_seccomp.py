@@ -33,6 +33,7 @@ EVERYWHERE = [
     ("add_key", "libc.syscall(248, b'user', b'k', b'v', 1, -3)", EPERM),
     ("request_key", "libc.syscall(249, b'user', b'k', None, -3)", EPERM),
     ("bpf", "libc.syscall(321, 0, None, 0)", EPERM),
+    ("memfd_secret", "libc.syscall(447, 0)", EPERM),
     ("ptrace", "libc.syscall(101, 0, 0, 0, 0)", EPERM),
     ("process_vm_readv", "libc.syscall(310, 1, None, 0, None, 0, 0)", EPERM),
     ("kexec_load", "libc.syscall(246, 0, 0, None, 0)", EPERM),
