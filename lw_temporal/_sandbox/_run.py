@@ -514,68 +514,75 @@ async def run_sandboxed(
             heartbeat(stdout.total, stderr.total)
 
     beater = asyncio.create_task(beat()) if heartbeat is not None else None
-    guard = asyncio.ensure_future(watch.exceeded())
+    # The heartbeat goes on until the result is ready: what follows the command (its
+    # overlays unmounted, a killed launcher's folders removed, the quota trim of
+    # 20,000 folders) can take longer than a heartbeat timeout on a busy host.
     try:
-        first: set[asyncio.Future[Any]] = {watch_end.ended, guard}
-        await asyncio.wait(first, timeout=spec.timeout, return_when="FIRST_COMPLETED")
-        if not exited.done():
-            if guard.done():
-                guard_stopped = True
-                stopped = f"the command was stopped: {guard.result()}"
-            else:
-                timed_out = True
-            await kill()
-            await exited
-        if not watch_end.drained.done():
-            await asyncio.wait({watch_end.drained}, timeout=_DRAIN_GRACE)
-        if not watch_end.drained.done():  # a descendant kept a pipe open: it must go too
-            await kill()
-            await asyncio.wait({watch_end.drained}, timeout=30)
-        proc.wait()
-    except BaseException:  # cancelled: the tree goes before the error propagates
-        with contextlib.suppress(BaseException):
-            await asyncio.shield(kill())
-        _kill_group(proc.pid)
-        if cgroup is not None:
-            cgroup.close()
-        watch.settle()  # nothing of it runs any more: keep its folders within quota
-        raise
+        guard = asyncio.ensure_future(watch.exceeded())
+        try:
+            first: set[asyncio.Future[Any]] = {watch_end.ended, guard}
+            await asyncio.wait(first, timeout=spec.timeout, return_when="FIRST_COMPLETED")
+            if not exited.done():
+                if guard.done():
+                    guard_stopped = True
+                    stopped = f"the command was stopped: {guard.result()}"
+                else:
+                    timed_out = True
+                await kill()
+                await exited
+            if not watch_end.drained.done():
+                await asyncio.wait({watch_end.drained}, timeout=_DRAIN_GRACE)
+            if not watch_end.drained.done():  # a descendant kept a pipe open: it must go too
+                await kill()
+                await asyncio.wait({watch_end.drained}, timeout=30)
+            proc.wait()
+        except BaseException:  # cancelled: the tree goes before the error propagates
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(kill())
+            _kill_group(proc.pid)
+            if cgroup is not None:
+                cgroup.close()
+            watch.settle()  # nothing of it runs any more: keep its folders within quota
+            raise
+        finally:
+            guard.cancel()
+            watch_end.close()
+            reaper().done(proc.pid)
+            reaper().reap_soon()
+            stdout.close()
+            stderr.close()
+            if cgroup is not None:
+                if cgroup.memory_exceeded():
+                    stopped = _joined(
+                        stopped,
+                        "a process of the command was killed at the memory limit of all its "
+                        f"processes together ({limits.memory >> 20} MiB) or of all commands of "
+                        f"the worker together ({cgroup.total >> 20} MiB, their tmpfs pages and "
+                        "staged memory included)",
+                    )
+                cgroup.close()
+            await started_launch.finish()  # last: the only step that may wait
+        left = [f for f in launch.watched if _left(f)]  # a launcher killed before its cleanup
+        if left:
+            await asyncio.to_thread(_remove_quietly, left)
+        if cgroup is not None and stopped is not None and cgroup.memory_exceeded():
+            # The kernel frees a dead sandbox's tmpfs a moment later: until then its pages
+            # still count toward all commands together, and the next command could pay.
+            await cgroup.drained(_DRAIN_MEMORY)
+        stopped = _joined(stopped, await watch.settled())
+        report = _drain(report_read)
+        if report:
+            return _launch_failed(
+                report.decode("utf-8", "replace").strip(), stdout, stderr, started
+            )
+        duration = time.monotonic() - started
+        code = proc.returncode if proc.returncode is not None else -1
+        if code < 0:  # killed by a signal: report it the way a shell does
+            code = 128 - code
+        return RunOutcome(code, timed_out, duration, stopped=stopped, quota_stopped=guard_stopped)
     finally:
-        guard.cancel()
         if beater is not None:
             beater.cancel()
-        watch_end.close()
-        reaper().done(proc.pid)
-        reaper().reap_soon()
-        stdout.close()
-        stderr.close()
-        if cgroup is not None:
-            if cgroup.memory_exceeded():
-                stopped = _joined(
-                    stopped,
-                    "a process of the command was killed at the memory limit of all its "
-                    f"processes together ({limits.memory >> 20} MiB) or of all commands of "
-                    f"the worker together ({cgroup.total >> 20} MiB, their tmpfs pages and "
-                    "staged memory included)",
-                )
-            cgroup.close()
-        await started_launch.finish()  # last: the only step that may wait
-    left = [f for f in launch.watched if _left(f)]  # a launcher killed before its cleanup
-    if left:
-        await asyncio.to_thread(_remove_quietly, left)
-    if cgroup is not None and stopped is not None and cgroup.memory_exceeded():
-        # The kernel frees a dead sandbox's tmpfs a moment later: until then its pages
-        # still count toward all commands together, and the next command could pay.
-        await cgroup.drained(_DRAIN_MEMORY)
-    stopped = _joined(stopped, await watch.settled())
-    report = _drain(report_read)
-    if report:
-        return _launch_failed(report.decode("utf-8", "replace").strip(), stdout, stderr, started)
-    duration = time.monotonic() - started
-    code = proc.returncode if proc.returncode is not None else -1
-    if code < 0:  # killed by a signal: report it the way a shell does
-        code = 128 - code
-    return RunOutcome(code, timed_out, duration, stopped=stopped, quota_stopped=guard_stopped)
 
 
 def _left(folder: Path) -> bool:
