@@ -233,6 +233,16 @@ class HeldStore:
             return "dir:" + tree_digest(self.stores, self.store, rel)
         return None
 
+    def unmoved(self, rel: str, base: Base) -> bool:
+        """Whether the store still has at ``rel`` what the run saw (``base``): the same
+        version, or that version redacted since (its address redirects)."""
+        now_base = self.base(rel)
+        if now_base == base:
+            return True
+        if base is None or now_base is None or base.startswith("dir:"):
+            return False
+        return self.stores.files(self.store).versions.resolve(base) == now_base
+
     def read(self, held: HeldSet, rel: str, shown: str, offset: int, max_bytes: int) -> ReadResult:
         seen = self.view(held, rel)
         if seen.kind != "file" or seen.content is None:
@@ -261,6 +271,9 @@ class HeldStore:
         prefix = f"{rel}/" if rel else ""
         found: dict[str, tuple[str, int]] = {}
         root_fd = _fs.open_root(root, create=False, shown=str(self.store))
+        if root_fd is not None and _kind(root, rel) != "dir":
+            os.close(root_fd)
+            root_fd = None
         if root_fd is not None:
             try:
                 parts = tuple(rel.split("/")) if rel else ()

@@ -187,9 +187,9 @@ class Holding:
     def remove(self, rel: str) -> list[str]:
         """Remove ``rel`` (a file, or a folder and what is below it) from the view;
         returns the files removed."""
-        below = [p for p, k, _s in self.store.files_below(self._current(), rel) if k == "file"]
         was_dir = self.kind(rel) == "dir"
-        removed = below if was_dir else [rel]
+        below = self.store.files_below(self._current(), rel) if was_dir else []
+        removed = [p for p, k, _s in below if k == "file"] if was_dir else [rel]
         for path in [p for p in self.entries if p == rel or p.startswith(rel + "/")]:
             del self.entries[path]
         if self.store.store_view(rel).kind is not None and self.kind(rel) is not None:

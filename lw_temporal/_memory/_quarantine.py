@@ -133,7 +133,9 @@ def held_files(hs: HeldStore, held: HeldSet) -> list[HeldFile]:
                 changes=entry.changes,
                 first=entry.first,
                 last=entry.last,
-                moved=hs.base(rel) != entry.base,
+                moved=hs.store_view(rel).kind == "file"
+                if entry.kind == "dir" and not entry.opaque
+                else not hs.unmoved(rel, entry.base),
             )
         )
     return found
@@ -236,8 +238,12 @@ def checked_body(
         for rel, entry in sorted(held.entries.items()):
             if txn.batch.touches(rel):
                 raise Conflict(rel)  # a mutation earlier in this batch: judge it next
-            now_base = hs.base(rel)
-            if now_base != entry.base:
+            if entry.kind == "dir" and not entry.opaque:
+                if hs.store_view(rel).kind == "file":  # a folder is made where it is not
+                    conflicts.append(_conflict(rel, "is a file in the store now"))
+                continue
+            if not hs.unmoved(rel, entry.base):
+                now_base = hs.base(rel)
                 conflicts.append(
                     StagedChangeResult(
                         path=rel,
@@ -255,6 +261,10 @@ def checked_body(
         return inner(txn)
 
     return body
+
+
+def _conflict(rel: str, reason: str) -> StagedChangeResult:
+    return StagedChangeResult(path=rel, kind="mkdir", status="rejected", reason=reason)
 
 
 def _state(base: str | None) -> str:
