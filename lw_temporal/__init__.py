@@ -21,6 +21,7 @@ from ._agent import AgentInput, AgentResult, Model, ModelRequest, ModelResponse,
 from ._bash import REJECTED_EXIT_CODE, BashRequest, BashResult
 from ._definitions import AttachSpec, MemoryConfig, MemoryQuota, WorkflowDefinition
 from ._dreaming import Consolidator, DreamContext, Note, RunRecord
+from ._egress import NetworkPolicy
 from ._ids import Role
 from ._plugin import LittleWorkflowPlugin
 from ._scan import DefaultScanner, Finding, Scanner
@@ -42,6 +43,7 @@ __all__ = [
     "Model",
     "ModelRequest",
     "ModelResponse",
+    "NetworkPolicy",
     "Note",
     "Role",
     "RunRecord",

@@ -40,6 +40,15 @@ from ._bash_models import BashResult as BashResult
 from ._bash_models import MemoryChange as MemoryChange
 from ._changes import CommandTaint, CommitOutcome, Committer, StoreChange
 from ._config import LwConfig
+from ._egress import (
+    PROXY_HOST,
+    PROXY_PORT,
+    EgressService,
+    EgressSession,
+    NetworkUse,
+    ProxyLimits,
+    proxy_environment,
+)
 from ._errors import MEMORY_COMMIT_FAILED, SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
 from ._locks import lock_exclusive
 from ._mode import Mode
@@ -51,6 +60,7 @@ from ._sandbox import (
     Limits,
     OutputSink,
     SandboxMount,
+    SandboxNetwork,
     SandboxSpec,
     SandboxUnavailable,
     SandboxUser,
@@ -69,6 +79,7 @@ from ._sandbox import (
     staging_root,
     sweep,
 )
+from ._sandbox._netbroker import NO_BROKER
 from ._scope import Mount, Scope, StoreRef
 
 BASH_ACTIVITY = "lw.bash"
@@ -119,6 +130,7 @@ class BashActivities:
         sandbox_uid: host uid of the commands when the worker runs as root (default
             ``64000``); a non-root worker runs them as itself.
         sandbox_gid: host gid likewise (default ``64000``).
+        egress: the egress proxy's per-command limits (agents with a network policy).
         taint: the memory side's taint rules (what a command's view and network use
             make of its run, and the held view of a tainted run's stores); ``None``:
             commands taint nothing.
@@ -138,6 +150,7 @@ class BashActivities:
         capture_limits: CaptureLimits | None = None,
         sandbox_uid: int | None = None,
         sandbox_gid: int | None = None,
+        egress: ProxyLimits | None = None,
         taint: CommandTaint | None = None,
     ) -> None:
         self.config = config
@@ -163,6 +176,9 @@ class BashActivities:
         # ``_sandbox._threadmounts``), which no other thread may reuse.
         self._idle_staging: dict[int, list[Path]] = {}
         self._claim: WorkerClaim | None = None
+        #: The worker's egress proxy (its process starts with the first command of an
+        #: agent with a network policy).
+        self.egress = EgressService(config.layout.local_state, egress)
 
     @property
     def callables(self) -> tuple[Callable[..., object], ...]:
@@ -189,7 +205,13 @@ class BashActivities:
             await self.ready_backend()
         except ApplicationError as err:
             activity_logger.warning("lw.bash will refuse every command: %s", err.message)
-        yield
+        if any(d.network is not None for d in self.config.definitions.values()):
+            with contextlib.suppress(OSError):  # else the first such command says why
+                self.egress.start()
+        try:
+            yield
+        finally:
+            self.egress.stop()
 
     def claim(self) -> WorkerClaim:
         """This worker's claim on the folders it stages commands in (taken once)."""
@@ -247,7 +269,9 @@ class BashActivities:
             scope = await _beating(lambda: _heartbeat(0, 0), self._scope)
         safe_id = "".join(c if c.isalnum() or c in "._-" else "_" for c in info.activity_id)
         tag = f"{safe_id[:64]}-{info.attempt}-{uuid.uuid4().hex[:6]}"
-        return await self.run(scope, request, tag=tag, heartbeat=_heartbeat)
+        return await self.run(
+            scope, request, tag=tag, heartbeat=_heartbeat, run_id=info.workflow_run_id or ""
+        )
 
     async def run(
         self,
@@ -256,6 +280,7 @@ class BashActivities:
         *,
         tag: str,
         heartbeat: Callable[[int, int], None] | None = None,
+        run_id: str = "",
     ) -> BashResult:
         """Check and run one command in ``scope`` (the activity body, callable directly
         by code that already holds a trusted scope, such as benchmarks)."""
@@ -278,8 +303,10 @@ class BashActivities:
         staged: list[tuple[Mount, Path]] = []
         held: list[str] = []
         spec: SandboxSpec | None = None
+        network = await self._network(scope, backend, tag, run_id)
+        use: NetworkUse | None = None
         try:
-            spec = self._spec(scope, backend, request.command, timeout, staged)
+            spec = self._spec(scope, backend, request.command, timeout, staged, network)
             out_dir = scope.own_scratch / OUTPUT_FOLDER
             stdout = OutputSink(
                 self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stdout", self.user
@@ -296,11 +323,15 @@ class BashActivities:
                 ) from None
             head_err = bytes(stderr.head)
             if outcome.launch_failed is not None:
+                no_broker = network is not None and NO_BROKER in outcome.launch_failed
                 raise lw_error(
-                    SANDBOX_FAILED,
+                    SANDBOX_UNAVAILABLE if no_broker else SANDBOX_FAILED,
                     f"workflow {scope.workflow_id}: the sandbox could not be set up: "
                     f"{outcome.launch_failed}",
                 )
+            if network is not None:  # its processes are gone: what did it read?
+                use, network = await self.egress.end(network), None
+                self._network_taint(scope, use)
             changes: list[MemoryChange] = []
             refused: list[str] = []
             if staged and outcome.timed_out:
@@ -311,6 +342,8 @@ class BashActivities:
                 beat = None if heartbeat is None else lambda: heartbeat(stdout.total, stderr.total)
                 changes, refused = await _beating(beat, self._commit, scope, staged, held)
         finally:
+            if network is not None:
+                use = await self.egress.end(network)
             await self._release(staged, spec.private_dir if spec is not None else None, heartbeat)
         text_out = backend.present(spec, decode_output(bytes(stdout.head)))
         raw_err = decode_output(head_err)
@@ -336,7 +369,9 @@ class BashActivities:
         return BashResult(
             exit_code=TIMEOUT_EXIT_CODE if outcome.timed_out else outcome.exit_code,
             stdout=text_out,
-            stderr=head_text + "".join(f"lw.bash: {note}\n" for note in notes if note),
+            stderr=head_text
+            + "".join(f"lw.bash: {note}\n" for note in notes if note)
+            + (use.notes() if use is not None else ""),
             stdout_truncated=stdout.truncated,
             stderr_truncated=stderr.truncated,
             stdout_bytes=stdout.total,
@@ -353,7 +388,36 @@ class BashActivities:
             stopped=outcome.stopped,
             listing_withheld=listing_withheld,
             hint=hint,
+            network=use,
         )
+
+    def _network_taint(self, scope: Scope, use: NetworkUse) -> None:
+        """A command that got network responses taints its run before its memory
+        changes commit (so they are held); a proxy that ended mid-command may have
+        counted short, so any allowed connection then counts as read."""
+        if self.taint is None:
+            return
+        received = use.bytes_received
+        if received == 0 and use.proxy_error is not None and use.allowed:
+            received = 1
+        self.taint.after_network(scope, use.hosts, received)
+
+    async def _network(
+        self, scope: Scope, backend: Backend, tag: str, run_id: str
+    ) -> EgressSession | None:
+        """A proxy session for a command of an agent with a network policy (None for
+        every other command: no proxy, no change to its sandbox)."""
+        if scope.network is None or not backend.brokers_network:
+            return None
+        try:
+            return await self.egress.begin(
+                workflow_id=scope.workflow_id, run_id=run_id, command=tag, policy=scope.network
+            )
+        except OSError as err:
+            raise lw_error(
+                SANDBOX_FAILED,
+                f"workflow {scope.workflow_id}: the egress proxy cannot start: {err}",
+            ) from None
 
     def _spec(
         self,
@@ -362,6 +426,7 @@ class BashActivities:
         command: str,
         timeout: float,
         staged: list[tuple[Mount, Path]],
+        network: EgressSession | None = None,
     ) -> SandboxSpec:
         """The neutral sandbox spec of one command in ``scope``: its mounts (staging an
         overlay for each writable memory mount where the backend has a mount view)."""
@@ -381,11 +446,15 @@ class BashActivities:
             argv=("/bin/bash", "-c", command),
             cwd=scope.cwd,
             mounts=mounts,
+            env=proxy_environment() if network is not None else {},
             limits=self.limits,
             timeout=timeout,
             private_dir=private,
             user=self.user,
             account=_account(scope),
+            network=None
+            if network is None
+            else SandboxNetwork(network.sandbox.fileno(), (PROXY_HOST, PROXY_PORT)),
         )
 
     async def _release(

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from ._base import FrozenModel
+from ._egress._use import NetworkUse
 
 
 class BashRequest(FrozenModel):
@@ -66,3 +67,6 @@ class BashResult(FrozenModel):
     #: Why the command may have failed where the bwrap sandbox would have let it work
     #: (a documented gap of the backend it ran on), else None; also a ``stderr`` line.
     hint: str | None = None
+    #: For an agent with a network policy: what the command did through the egress
+    #: proxy (refusals are also named at the end of ``stderr``); else None.
+    network: NetworkUse | None = None

@@ -14,9 +14,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from ._base import FrozenModel
+from ._egress._policy import NetworkPolicy
 from ._ids import DREAMING_DEFINITION_ID, check_definition_id
 
 Access = Literal["rw", "ro", "none"]
@@ -126,7 +127,8 @@ class MemoryQuota(FrozenModel):
 
 
 class WorkflowDefinition(FrozenModel):
-    """One agent workflow: its id, what its agents are told, and its memory.
+    """One agent workflow: its id, what its agents are told, its memory and, when its
+    agents need hosts on the network, which ones (``network``; none by default).
 
     ``git_author`` (``"Name <email>"``) is who its agents' git commits are by in the
     sandbox (default: the definition and role, ``cr worker <worker@cr.invalid>``); it
@@ -139,6 +141,7 @@ class WorkflowDefinition(FrozenModel):
     quota: MemoryQuota = MemoryQuota()
     max_turns: int = Field(default=24, gt=0, le=10_000)
     git_author: str | None = Field(default=None, exclude=True)
+    network: NetworkPolicy | None = None
 
     @field_validator("id")
     @classmethod
@@ -153,6 +156,15 @@ class WorkflowDefinition(FrozenModel):
                 f"git_author must look like 'Name <email>' (as git commit --author), got {value!r}"
             )
         return value
+
+    @model_serializer(mode="wrap")
+    def _without_unset_network(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A definition without a network policy dumps (and so hashes) as before there
+        were policies: its pipeline store keeps its key."""
+        data = handler(self)
+        if self.network is None and isinstance(data, dict):
+            data.pop("network", None)
+        return data
 
     def canonical(self) -> bytes:
         return canonical_json(self.model_dump(mode="json"))

@@ -34,6 +34,7 @@ from ._options import (
     BashOptions,
     DeploymentOptions,
     DreamingAgentOptions,
+    EgressOptions,
     MemoryOptions,
     ModelCallOptions,
     OrchestratorOptions,
@@ -118,6 +119,8 @@ class LittleWorkflowPlugin(SimplePlugin):
         deployment: memory and runs roots, host, host timeout, memory id and whether
             the server has lw's search attributes.
         privacy: payload encryption per run tree (on by default) and its key store.
+        egress: the egress proxy's limits per command (agents whose definition has a
+            ``NetworkPolicy``) and, for tests only, a resolver override.
     """
 
     def __init__(
@@ -135,6 +138,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         dreaming: DreamingAgentOptions | None = None,
         deployment: DeploymentOptions | None = None,
         privacy: PrivacyOptions | None = None,
+        egress: EgressOptions | None = None,
     ) -> None:
         model_calls = model_calls or ModelCallOptions()
         orchestrator = orchestrator or OrchestratorOptions()
@@ -177,6 +181,7 @@ class LittleWorkflowPlugin(SimplePlugin):
             output_cap=bash.output_cap,
             limits=bash.limits,
             commit_staged=bash_committer(self.memory),
+            egress=(egress or EgressOptions()).limits(),
             taint=self.memory.gate,
         )
         activities += self.bash_activities.callables

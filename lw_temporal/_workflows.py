@@ -291,6 +291,7 @@ class _Agent:
                     summary=summary,
                     turns=state.turn,
                     children=list(state.children),
+                    failed_tools=state.failed_tools,
                     usage=state.usage,
                     tree_usage=state.usage + state.children_usage,
                 )

@@ -103,6 +103,8 @@ class AgentResult(BaseModel):
     summary: str
     turns: int
     children: list[str] = Field(default_factory=list)
+    #: Tool calls of this run answered as errors (its children's are theirs).
+    failed_tools: int = 0
     #: Tokens this run's own model calls used.
     usage: Usage = Field(default_factory=Usage)
     #: Tokens of this run and every descendant (the pipeline's total at the root).

@@ -10,11 +10,10 @@ import contextlib
 import ipaddress
 import secrets
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
-from ._common import Commands, failed
+from ._common import Commands, failed, say
 from ._keys import add_key_store, key_store
 
 
@@ -101,13 +100,13 @@ async def _serve(args: argparse.Namespace) -> int:
         return failed("codec-server", err)
     host = server.server_address[0]
     if not _loopback(str(host)):
-        print(
+        say(
             f"lw-temporal codec-server: listening on {host}, not loopback, over plain HTTP: "
             "put TLS in front of it",
-            file=sys.stderr,
+            err=True,
         )
     for line in describe(server, keys):
-        print(line, flush=True)
+        say(line)
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):

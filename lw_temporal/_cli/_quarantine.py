@@ -3,21 +3,19 @@
 No server is needed: the held changes, the stores and the decision log are on the data
 dir (the work is ``MemoryStores.quarantined``, ``show_quarantined``,
 ``release_quarantined`` and ``reject_quarantined``). Agent-written text (paths, the
-diff) is printed with control characters escaped, so it cannot drive the terminal.
+diff) is printed through ``say``, escaped, so it cannot drive the terminal.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
-from pathlib import Path
 from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
 from .._ids import parse_workflow_id
 from .._memory import MemoryStores, QuarantineOutcome
-from ._common import failed, load_object
+from ._common import CliError, failed, say
 
 _HELP = """\
 A tainted run (one that read untrusted input: a network response, an untrusted attach
@@ -29,12 +27,6 @@ them as one compare-and-set commit per store against what the run saw (a conflic
 named and nothing of that store is applied); reject drops them. Both are audited with
 --by (in each store's audit log for a release, and in .lw/audit/quarantine.jsonl).
 """
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters (but newlines) shown as ``\\xNN``."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def add_quarantine(verbs: Any) -> None:
@@ -82,28 +74,24 @@ def _handler(name: str, body: Any) -> Any:
             return int(body(_stores(args), args))
         except ApplicationError as err:
             return failed(f"memory quarantine {name}", ValueError(err.message))
-        except (ValueError, LookupError, OSError) as err:
+        except (CliError, ValueError, LookupError, OSError) as err:
             return failed(f"memory quarantine {name}", err)
 
     return handler
 
 
 def _stores(args: argparse.Namespace) -> MemoryStores:
-    from .._config import LwConfig
+    from ._memory import Refused, data_dir_config
 
-    data_dir = Path(args.data_dir)
-    if not data_dir.is_dir():
-        raise ValueError(f"data dir {data_dir} does not exist")
     if args.workflow_id is not None:
         try:
             parse_workflow_id(args.workflow_id)
         except ValueError as err:
             raise ValueError(f"WORKFLOW_ID {args.workflow_id!r}: {err}") from None
-    spec = getattr(args, "definitions", None)
     try:
-        config = LwConfig.create(data_dir, [] if spec is None else load_object(spec))
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"--definitions {spec}: {err}") from None
+        config = data_dir_config(args.data_dir, getattr(args, "definitions", None))
+    except Refused as err:
+        raise ValueError(str(err)) from None
     return MemoryStores.for_config(config)
 
 
@@ -111,17 +99,14 @@ def _list(stores: MemoryStores, args: argparse.Namespace) -> int:
     runs = stores.quarantined(args.workflow_id)
     if not runs:
         what = f"{args.workflow_id} holds" if args.workflow_id else "no run holds"
-        print(f"{what} no changes in quarantine" if args.workflow_id else f"{what} changes")
+        say(f"{what} no changes in quarantine" if args.workflow_id else f"{what} changes")
         return 0
     for run in runs:
         moved = sum(1 for f in run.files if f.moved)
         note = f"  {moved} moved in the store since" if moved else ""
-        print(
-            printable(
-                f"{run.workflow_id}  {_label(run.store)}  "
-                f"{run.count} path(s), {run.bytes} bytes  held since {run.created[:19]}Z{note}  "
-                f"({run.taint})"
-            )
+        say(
+            f"{run.workflow_id}  {_label(run.store)}  {run.count} path(s), {run.bytes} "
+            f"bytes  held since {run.created[:19]}Z{note}  ({run.taint})"
         )
     return 0
 
@@ -130,7 +115,7 @@ def _show(stores: MemoryStores, args: argparse.Namespace) -> int:
     text = stores.show_quarantined(args.workflow_id)
     if not text:
         raise ValueError(f"{args.workflow_id} holds no changes in quarantine")
-    print(printable(text), end="")
+    say(text, end="")
     return 0
 
 
@@ -141,14 +126,15 @@ def _outcome(stores: MemoryStores, outcome: QuarantineOutcome, verb: str) -> int
     for store in outcome.stores:
         label = _label(store.store)
         if store.applied:
-            print(printable(f"{verb} {store.count} path(s) of {outcome.workflow_id} "
-                            f"in {label} by {outcome.by}"))  # fmt: skip
+            say(f"{verb} {store.count} path(s) of {outcome.workflow_id} in {label} by {outcome.by}")
             continue
         code = 1
-        print(printable(f"not released: {label}: the store changed since "
-                        f"{outcome.workflow_id} saw it; nothing of it was applied"))  # fmt: skip
+        say(
+            f"not released: {label}: the store changed since {outcome.workflow_id} saw it; "
+            "nothing of it was applied"
+        )
         for conflict in store.conflicts:
-            print(printable(f"  conflict  {conflict}"))
+            say(f"  conflict  {conflict}")
     return code
 
 

@@ -30,6 +30,7 @@ from ._spec import (
     SYSTEM_VIEW,
     Limits,
     SandboxMount,
+    SandboxNetwork,
     SandboxSpec,
     SystemView,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "OutputSink",
     "RunOutcome",
     "SandboxMount",
+    "SandboxNetwork",
     "SandboxSpec",
     "SandboxUnavailable",
     "SandboxUser",

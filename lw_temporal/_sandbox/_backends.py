@@ -94,6 +94,10 @@ class Backend(ABC):
     #: Whether the command sees the spec's mounts at their targets (a mount
     #: namespace). Without one, writable memory cannot be staged in an overlay.
     has_mount_view: bool = True
+    #: Whether a command's network policy holds here (its connections brokered to
+    #: the egress proxy, ``SandboxSpec.network``); unsandboxed commands have the
+    #: worker's whole network and no proxy.
+    brokers_network: bool = False
 
     @property
     def guarantees(self) -> str:

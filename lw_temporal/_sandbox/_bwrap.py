@@ -12,12 +12,15 @@ bwrap starts from (:mod:`._userns`), and bwrap binds the merged folders.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import fcntl
 import functools
 import os
 import shutil
 import subprocess
 from collections.abc import Sequence
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from .._mode import Mode
 from . import _seccomp
@@ -30,6 +33,10 @@ from ._userns import Overlay
 #: ``SandboxSpec.user``, is mapped to them); its account files are generated for them.
 INSIDE_IDS = (1000, 1000)
 
+#: The connect broker, run inside the sandbox by the system view's ``python3`` for a
+#: command with a network policy (read from a descriptor: no host path is bound).
+_BROKER = Path(__file__).with_name("_netbroker.py")
+
 #: The overlay of a writable memory mount, in names relative to its staging folder
 #: (the mount is made from inside it): the sandbox's ``/proc/self/mountinfo`` shows
 #: these options, and they name no host path. ``volatile``: the upper folder is
@@ -40,10 +47,12 @@ OVERLAY_OPTIONS = "userxattr,volatile,lowerdir=lower,upperdir=upper,workdir=work
 
 class BwrapBackend(Backend):
     name = "bwrap"
+    brokers_network = True
 
     def __init__(self, bwrap: str | None = None) -> None:
         self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
         self._filter_fd: int | None = None
+        self._broker_fd: int | None = None
 
     @property
     def guarantees(self) -> str:
@@ -109,18 +118,56 @@ class BwrapBackend(Backend):
             made.append((fd, path))
         return made
 
+    def brokered(self, spec: SandboxSpec, report_fd: int) -> tuple[SandboxSpec, tuple[int, ...]]:
+        """``spec`` run by the connect broker (see ``_netbroker``), which the sandbox's
+        ``python3`` starts as the command's parent, and the descriptors it needs (its
+        source, the command's socket pair end); unchanged without a network."""
+        network = spec.network
+        if network is None:
+            return spec, ()
+        if self._broker_fd is None:
+            fd = os.memfd_create("lw-netbroker", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            os.write(fd, _BROKER.read_bytes())
+            fcntl.fcntl(
+                fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+            )
+            self._broker_fd = fd
+        script = os.open(f"/proc/self/fd/{self._broker_fd}", os.O_RDONLY | os.O_CLOEXEC)
+        channel = os.dup(network.channel)
+        host, port = network.proxy
+        program = base64.b64encode(_seccomp.connect_broker_bpf()).decode()
+        argv = (
+            "python3",
+            "-I",
+            "-S",
+            f"/dev/fd/{script}",
+            str(script),
+            str(channel),
+            str(report_fd),
+            str(_seccomp.syscall_number("seccomp")),
+            program,
+            f"{host}:{port}",
+            "--",
+            *spec.argv,
+        )
+        return dataclasses.replace(spec, argv=argv), (script, channel)
+
     def launch(self, spec: SandboxSpec, args_fd: int, report_fd: int) -> Launch:
         overlays = [m for m in spec.mounts if m.overlay]
         for mount in overlays:  # where the store is bound, before any descriptor opens
             assert mount.staging is not None
             (mount.staging / "lower").mkdir(exist_ok=True)
         spec, fds = script_through_fd(spec)
+        spec, broker_fds = self.brokered(spec, report_fd)
+        reports = spec.network is not None
         files = self.account_fds(spec)
-        fds = (*fds, *(fd for fd, _ in files), self.seccomp_fd())
+        fds = (*fds, *broker_fds, *(fd for fd, _ in files), self.seccomp_fd())
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
         if not overlays:
             argv, payload = self.bwrap_argv(spec, args_fd=args_fd, seccomp_fd=fds[-1], files=files)
-            return Launch(argv, env, payload=payload, gated=True, fds=fds, user=spec.user)
+            return Launch(
+                argv, env, payload=payload, gated=True, fds=fds, user=spec.user, reports=reports
+            )
         merged: dict[str, str] = {}
         mounts: list[Overlay] = []
         for mount in overlays:
@@ -139,6 +186,7 @@ class BwrapBackend(Backend):
             overlays=tuple(mounts),
             fds=fds,
             user=spec.user,
+            reports=reports,
         )
 
 

@@ -2,7 +2,8 @@
 
 What it gives: file access limited to the mounts (read-only ones without any write
 right) and the :class:`SystemView` (read-only; the device nodes readable and the sinks
-writable), a private ``TMPDIR``; no TCP bind or connect (ABI 4+); no abstract unix
+writable), a private ``TMPDIR``; no TCP bind or connect (ABI 4+; with a network
+policy, TCP sockets whose connects the launcher brokers to the egress proxy); no abstract unix
 sockets or signals outside the sandbox (ABI 6+); no new privileges and no
 capabilities; a cleared environment; every descendant killed when the command ends.
 
@@ -52,6 +53,8 @@ _NET_TCP = (1 << 0) | (1 << 1)
 _SCOPES = (1 << 0) | (1 << 1)
 #: The first ABI that scopes signals and abstract unix sockets to the sandbox.
 SCOPED_ABI = 6
+#: The first ABI that handles TCP (refuses a connect the broker did not make).
+_NET_ABI = 4
 _LAUNCHER = Path(__file__).with_name("_landlock_launch.py")
 
 
@@ -109,6 +112,7 @@ class LandlockBackend(Backend):
 
     name = "landlock"
     has_mount_view = False
+    brokers_network = True
 
     def __init__(self, *, allow_old_abi: bool = False) -> None:
         self.abi = 0
@@ -154,6 +158,22 @@ class LandlockBackend(Backend):
         env.update(redirected_environment(spec.account, etc))
         env["PWD"] = str(cwd)
         env.update(spec.env)
+        profile = _seccomp.Profile.LANDLOCK
+        network: dict[str, object] | None = None
+        if spec.network is not None:
+            if self.abi < _NET_ABI:
+                raise SandboxUnavailable(
+                    f"this kernel's Landlock ABI is {self.abi}; a network policy needs ABI "
+                    f"{_NET_ABI}+ (TCP connect rules) under Landlock: use Linux 6.7+ or bubblewrap"
+                )
+            profile = _seccomp.Profile.LANDLOCK_NETWORK
+            channel = os.dup(spec.network.channel)
+            fds = (*fds, channel)
+            network = {
+                "channel": channel,
+                "proxy": list(spec.network.proxy),
+                "seccomp_nr": _seccomp.syscall_number("seccomp"),
+            }
         payload = {
             "handled_fs": rules.handled_fs,
             "handled_net": rules.handled_net,
@@ -163,7 +183,8 @@ class LandlockBackend(Backend):
             "cwd": str(cwd),
             "argv": list(spec.argv),
             "env": env,
-            "seccomp": base64.b64encode(_seccomp.bpf(_seccomp.Profile.LANDLOCK)).decode(),
+            "seccomp": base64.b64encode(_seccomp.bpf(profile)).decode(),
+            "network": network,
             "tmp": str(tmp) if tmp else None,
             "rlimits": rlimits(spec),
             "user": [spec.user.uid, spec.user.gid] if spec.user else None,

@@ -150,6 +150,18 @@ SYSTEM_VIEW = SystemView()
 
 
 @dataclass(frozen=True, slots=True)
+class SandboxNetwork:
+    """A command that reaches the network through a proxy: every ``connect`` it makes
+    goes to the sandbox's connect broker (``_netbroker``), which hands connections
+    to ``proxy`` (the address the command's environment names) to the proxy as
+    descriptors on ``channel`` (the command's unix socket pair end; the backend
+    passes a copy into the sandbox) and refuses the rest."""
+
+    channel: int
+    proxy: tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class SandboxSpec:
     argv: tuple[str, ...]
     cwd: PurePosixPath
@@ -165,6 +177,8 @@ class SandboxSpec:
     user: SandboxUser | None = None
     #: Who the command is inside (its account name, git author, host name).
     account: Account = field(default_factory=Account)
+    #: Set for a command with a network policy; ``None``: no network at all.
+    network: SandboxNetwork | None = None
 
     def real_of(self, virtual: PurePosixPath) -> Path | None:
         """The real folder behind a virtual path (for backends without a mount view)."""
