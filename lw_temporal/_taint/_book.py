@@ -21,6 +21,7 @@ is remembered by the process, since taint never goes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -166,16 +167,15 @@ class TaintBook:
         """The run's taint, its own or through its tree (see the module docstring);
         ``None`` if it is not tainted. With ``materialize`` an inherited taint is
         recorded as the run's own (activities do; a reader such as the CLI does not)."""
-        cached = _tainted.get((str(self.layout.state), workflow_id))
+        state = str(self.layout.state)
+        cached = _tainted.get((state, workflow_id))
         if cached is not None:
             return cached
-        try:
-            agent = parse_workflow_id(workflow_id)
-        except InvalidWorkflowId:
-            return None
-        tree = self._tree(agent)
-        if not os.path.isdir(tree):
-            return None  # the whole cost for an untainted run
+        folder = _tree_folder(str(self.root), workflow_id)
+        if folder is None or not os.path.isdir(folder):
+            return None  # the whole cost for an untainted run: a cached name, a stat
+        agent = parse_workflow_id(workflow_id)
+        tree = Path(folder)
         records = list(self._tree_records(tree))
         own = next((r for r in records if r.workflow_id == workflow_id), None)
         if own is not None:
@@ -237,6 +237,17 @@ class TaintBook:
             return
         for tree in trees:
             yield from self._tree_records(self.root / tree)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tree_folder(root: str, workflow_id: str) -> str | None:
+    """The taint folder of ``workflow_id``'s tree (``None`` for an ID outside the
+    grammar, which no activity runs under)."""
+    try:
+        agent = parse_workflow_id(workflow_id)
+    except InvalidWorkflowId:
+        return None
+    return os.path.join(root, _digest(agent.segments[0]))
 
 
 def _inherited(workflow_id: str, records: list[TaintRecord]) -> TaintRecord | None:
