@@ -24,15 +24,18 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 # python3 under /usr, which the sandbox's self-test and its connect broker run inside
 # the sandbox; libnss-wrapper gives commands under Landlock their account (whoami,
 # id -un); git is what the tests of ordinary agent work commit with; pip, git, curl and
-# openssl are the real clients the egress tests run inside the sandbox through the proxy.
-SYSTEM_PACKAGES := bubblewrap libseccomp2 python3 python3-pip libnss-wrapper git curl openssl
+# openssl are the real clients the egress tests run inside the sandbox through the proxy;
+# chromium is the headless browser the review page's tests drive (installed for root;
+# without it those tests are skipped, saying so).
+SYSTEM_PACKAGES := bubblewrap libseccomp2 python3 python3-pip libnss-wrapper git curl openssl chromium
 system-deps:
 	@if ! command -v bwrap >/dev/null 2>&1 || ! /sbin/ldconfig -p | grep -q 'libseccomp\.so\.2' \
 	    || ! { [ -x /usr/bin/python3 ] || [ -x /usr/local/bin/python3 ]; } \
 	    || ! { /usr/bin/python3 -c 'import pip' 2>/dev/null || /usr/local/bin/python3 -c 'import pip' 2>/dev/null; } \
 	    || ! ls /usr/lib/*/libnss_wrapper.so /usr/lib64/libnss_wrapper.so 2>/dev/null | grep -q . \
 	    || ! command -v git >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1 \
-	    || ! command -v openssl >/dev/null 2>&1; then \
+	    || ! command -v openssl >/dev/null 2>&1 \
+	    || { [ "$$(id -u)" = 0 ] && [ ! -x /usr/bin/chromium ]; }; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES); \
 	  else \

@@ -18,6 +18,7 @@ before it ran (``BashResult.rejection`` says why).
 """
 
 from ._agent import AgentInput, AgentResult, Model, ModelRequest, ModelResponse, ToolCall
+from ._approvals import ApprovalRule
 from ._bash import REJECTED_EXIT_CODE, BashRequest, BashResult
 from ._definitions import AttachSpec, MemoryConfig, MemoryQuota, WorkflowDefinition
 from ._dreaming import Consolidator, DreamContext, Note, RunRecord
@@ -30,6 +31,7 @@ __all__ = [
     "REJECTED_EXIT_CODE",
     "AgentInput",
     "AgentResult",
+    "ApprovalRule",
     "AttachSpec",
     "BashRequest",
     "BashResult",

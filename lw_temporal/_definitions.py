@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
+from ._approvals._rules import ApprovalRule
 from ._base import FrozenModel
 from ._egress._policy import NetworkPolicy
 from ._ids import DREAMING_DEFINITION_ID, check_definition_id
@@ -127,8 +128,9 @@ class MemoryQuota(FrozenModel):
 
 
 class WorkflowDefinition(FrozenModel):
-    """One agent workflow: its id, what its agents are told, its memory and, when its
-    agents need hosts on the network, which ones (``network``; none by default).
+    """One agent workflow: its id, what its agents are told, its memory, which of its
+    agents' actions a person approves first (``approvals``) and, when its agents need
+    hosts on the network, which ones (``network``; none by default).
 
     ``git_author`` (``"Name <email>"``) is who its agents' git commits are by in the
     sandbox (default: the definition and role, ``cr worker <worker@cr.invalid>``); it
@@ -140,6 +142,7 @@ class WorkflowDefinition(FrozenModel):
     memory: MemoryConfig = MemoryConfig()
     quota: MemoryQuota = MemoryQuota()
     max_turns: int = Field(default=24, gt=0, le=10_000)
+    approvals: tuple[ApprovalRule, ...] = Field(default=(), max_length=100)
     git_author: str | None = Field(default=None, exclude=True)
     network: NetworkPolicy | None = None
 
@@ -158,12 +161,15 @@ class WorkflowDefinition(FrozenModel):
         return value
 
     @model_serializer(mode="wrap")
-    def _without_unset_network(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """A definition without a network policy dumps (and so hashes) as before there
-        were policies: its pipeline store keeps its key."""
+    def _without_unset_sections(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A definition without a network policy or approval rules dumps (and so
+        hashes) as before there were either: its pipeline store keeps its key."""
         data = handler(self)
-        if self.network is None and isinstance(data, dict):
-            data.pop("network", None)
+        if isinstance(data, dict):
+            if self.network is None:
+                data.pop("network", None)
+            if not self.approvals:
+                data.pop("approvals", None)
         return data
 
     def canonical(self) -> bytes:

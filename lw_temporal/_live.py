@@ -39,7 +39,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from ._privacy import PayloadSealed
+from ._privacy._codec import PayloadSealed
 from ._terminal import terminal_safe
 from ._workflows import PROGRESS_QUERY, AgentResult, Progress
 

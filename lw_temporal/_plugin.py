@@ -23,6 +23,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from ._agent import MissingModel, Model, ModelActivities, prefers_local_activity
 from ._agent._recorder import ResultRecorder
+from ._approvals._audit import ApprovalActivities
 from ._bash import BashActivities
 from ._config import LwConfig
 from ._definitions import WorkflowDefinition
@@ -66,7 +67,12 @@ def _passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
         return dataclasses.replace(
             runner,
             restrictions=runner.restrictions.with_passthrough_modules(
-                "lw_temporal", "pydantic", "pydantic_core", "annotated_types"
+                "lw_temporal",
+                "pydantic",
+                "pydantic_core",
+                "annotated_types",
+                # Approval rules match agent-written commands in workflow code with RE2.
+                "re2",
             ),
         )
     return runner
@@ -216,6 +222,8 @@ class LittleWorkflowPlugin(SimplePlugin):
         activities += self.dreaming_activities.callables
         self.retention_activities = RetentionActivities(self.config)
         activities += self.retention_activities.callables
+        self.approval_activities = ApprovalActivities(self.config)
+        activities += self.approval_activities.callables
         workflows += [DreamingWorkflow, ScratchRetentionWorkflow]
         self.activity_callables: Sequence[Callable[..., object]] = tuple(activities)
         super().__init__(

@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
+from .._approvals._records import ApprovalBook, ApprovalRecord, ApprovalRequest
+from .._approvals._rules import ApprovalRule
 from .._ids import Role
 from .._topology import HostPin
 from ._protocol import Exchange, ToolResult, Usage
@@ -35,6 +37,9 @@ class WorkerSettings(BaseModel):
     #: The host whose task queue runs the tree's activities (pinned runs), if any.
     pin: HostPin | None = None
     dreaming_max_turns: int = ORCHESTRATOR_MAX_TURNS
+    #: Approval rules per definition id, of the definitions that have any: a tree keeps
+    #: the rules it started with, as it keeps its turn budgets.
+    approvals: dict[str, tuple[ApprovalRule, ...]] = Field(default_factory=dict)
 
     def turns_for(self, role: Role, definition_id: str | None) -> int:
         if role is Role.DREAMING:
@@ -64,6 +69,8 @@ class AgentState(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     #: Usage of finished children's trees.
     children_usage: Usage = Field(default_factory=Usage)
+    #: Approval requests (pending and the newest decided), ids never reused.
+    approvals: ApprovalBook = Field(default_factory=ApprovalBook)
 
 
 class AgentInput(BaseModel):
@@ -132,3 +139,7 @@ class Progress(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     #: This run's usage plus that of its finished children's trees.
     tree_usage: Usage = Field(default_factory=Usage)
+    #: Tool calls waiting for a person, and the newest decisions (``decided_count`` in all).
+    approvals: list[ApprovalRequest] = Field(default_factory=list)
+    decided: list[ApprovalRecord] = Field(default_factory=list)
+    decided_count: int = 0

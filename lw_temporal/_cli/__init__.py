@@ -56,6 +56,7 @@ def _add_debug(parser: argparse.ArgumentParser, default: object) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ._approvals import add_approvals
     from ._codec_server import add_codec_server
     from ._demo import add_demo
     from ._dream import add_dream
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ._memory import add_memory
     from ._network import add_network
     from ._run import add_run
+    from ._ui import add_ui
     from ._worker import add_worker
 
     parser = _Parser(
@@ -72,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub: Commands = parser.add_subparsers(dest="command", required=True)  # type: ignore[assignment]
     adders = (add_demo, add_worker, add_dream, add_gc, add_memory, add_network, add_run)
-    for add in (*adders, add_codec_server, add_forget):
+    for add in (*adders, add_codec_server, add_forget, add_approvals, add_ui):
         add(sub)
     _add_debug(parser, False)
     return parser
