@@ -318,6 +318,8 @@ class BashActivities:
                 self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stderr", self.user
             )
             live = None if heartbeat is None else _with_tails(heartbeat, stdout, stderr)
+            if network is not None and self.taint is not None:
+                self.taint.network_begins(scope)  # counts until the session says
             try:
                 outcome = await run_sandboxed(backend, spec, stdout, stderr, heartbeat=live)
             except SandboxUnavailable as err:
@@ -345,8 +347,9 @@ class BashActivities:
                 beat = None if heartbeat is None else lambda: heartbeat(stdout.total, stderr.total)
                 changes, refused = await _beating(beat, self._commit, scope, staged, held)
         finally:
-            if network is not None:
+            if network is not None:  # cancelled or failed: what it read still counts
                 use = await self.egress.end(network)
+                self._network_taint(scope, use)
             await self._release(staged, spec.private_dir if spec is not None else None, heartbeat)
         text_out = backend.present(spec, decode_output(bytes(stdout.head)))
         raw_err = decode_output(head_err)
@@ -396,14 +399,14 @@ class BashActivities:
 
     def _network_taint(self, scope: Scope, use: NetworkUse) -> None:
         """A command that got network responses taints its run before its memory
-        changes commit (so they are held); a proxy that ended mid-command may have
-        counted short, so any allowed connection then counts as read."""
+        changes commit (so they are held); when the proxy could not say what the
+        command read, the mark :meth:`TaintGate.network_begins` left stands, and the
+        run counts tainted."""
         if self.taint is None:
             return
-        received = use.bytes_received
-        if received == 0 and use.proxy_error is not None and use.allowed:
-            received = 1
-        self.taint.after_network(scope, use.hosts, received)
+        if use.bytes_received == 0 and use.proxy_error is not None:
+            return
+        self.taint.after_network(scope, use.hosts, use.bytes_received)
 
     async def _network(
         self, scope: Scope, backend: Backend, tag: str, run_id: str

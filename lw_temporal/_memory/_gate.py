@@ -208,10 +208,16 @@ class TaintGate:
                     read=f"{mount.store}:{rel}",
                 )  # fmt: skip
 
+    def network_begins(self, scope: Scope) -> None:
+        """A command that may get network responses starts: should its worker stop
+        before :meth:`after_network`, the run counts tainted (see ``TaintBook``)."""
+        self.book.network_begins(scope.workflow_id)
+
     def after_network(self, scope: Scope, hosts: Sequence[str], received: int) -> None:
         """A command read ``received`` bytes of network responses (through the egress
         proxy): whatever it then writes comes from content nobody vetted."""
         if received <= 0:
+            self.book.network_settled(scope.workflow_id)
             return
         named = ", ".join(hosts[:5]) + (f" and {len(hosts) - 5} more" if len(hosts) > 5 else "")
         self.book.taint(
@@ -219,6 +225,7 @@ class TaintGate:
             f"a command read {received} bytes of network responses through the egress "
             f"proxy ({named or 'hosts not named'})",
         )  # fmt: skip
+        self.book.network_settled(scope.workflow_id)
 
     def holds(self, scope: Scope, mount: Mount) -> bool:
         """Whether a command's writes to ``mount`` are held: its overlay then starts

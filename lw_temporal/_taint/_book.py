@@ -15,8 +15,11 @@ result). A run found tainted through a relative gets a record of its own, naming
 relative, so a later check of *its* relatives finds it. Siblings are not tainted by
 each other; a parent they share is, and so is every child it starts afterwards.
 
-An untainted run pays one ``stat`` per check (its tree has no folder); a tainted one
-is remembered by the process, since taint never goes.
+A command that may get network responses leaves a mark while it runs; a mark that
+outlives its command (the worker or the proxy stopped before saying what it read)
+counts as taint. An untainted run pays one ``stat`` per check (its tree has no
+folder; a listing of an empty one once its commands reached for the network); a
+tainted one is remembered by the process, since taint never goes.
 """
 
 from __future__ import annotations
@@ -97,6 +100,30 @@ class TaintBook:
     def _events(self, agent: AgentId, workflow_id: str) -> Path:
         return self._tree(agent) / f"{_digest(workflow_id)}.events.jsonl"
 
+    def _pending(self, agent: AgentId, workflow_id: str) -> Path:
+        return self._tree(agent) / f"{_digest(workflow_id)}.network-pending"
+
+    # -- a command that may read the network ------------------------------------------
+    def network_begins(self, workflow_id: str) -> None:
+        """A command of the run may now get network responses: until
+        :meth:`network_settled` says what it read, a check that finds this mark (its
+        worker stopped mid-command, the mark outlived it) counts the run tainted, so
+        what the command left in the run's scratch is never taken for vetted."""
+        agent = parse_workflow_id(workflow_id)
+        path = self._pending(agent, workflow_id)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        record = TaintRecord(
+            workflow_id=workflow_id, since=now(), source="network",
+            reason="a command that could reach the network through the egress proxy "
+            "ended before the proxy said what it read (its worker or the proxy stopped "
+            "mid-command)",
+        )  # fmt: skip
+        path.write_bytes(record.model_dump_json().encode())
+
+    def network_settled(self, workflow_id: str) -> None:
+        """The command's network use is known (and tainted the run if it read any)."""
+        self._pending(parse_workflow_id(workflow_id), workflow_id).unlink(missing_ok=True)
+
     # -- writing --------------------------------------------------------------------
     def taint(
         self,
@@ -112,7 +139,7 @@ class TaintBook:
         and reason, at most :data:`MAX_EVENTS`)."""
         agent = parse_workflow_id(workflow_id)
         reason = reason[:2000]
-        existing = self.status(workflow_id)
+        existing = self.status(workflow_id, pending=False)
         first = False
         if existing is None:
             record = TaintRecord(
@@ -162,11 +189,17 @@ class TaintBook:
 
     # -- reading --------------------------------------------------------------------
     def status(
-        self, workflow_id: str, *, materialize: bool = True, relatives: bool = True
+        self,
+        workflow_id: str,
+        *,
+        materialize: bool = True,
+        relatives: bool = True,
+        pending: bool = True,
     ) -> TaintRecord | None:
         """The run's taint, its own or through its tree (see the module docstring);
         ``None`` if it is not tainted. With ``materialize`` an inherited taint is
-        recorded as the run's own (activities do; a reader such as the CLI does not)."""
+        recorded as the run's own (activities do; a reader such as the CLI does not);
+        with ``pending`` a network mark a stopped command left counts."""
         state = str(self.layout.state)
         cached = _tainted.get((state, workflow_id))
         if cached is not None:
@@ -182,6 +215,9 @@ class TaintBook:
             with _lock:
                 _tainted[(str(self.layout.state), workflow_id)] = own
             return own
+        stopped = self._read(self._pending(agent, workflow_id)) if pending else None
+        if stopped is not None:
+            return self._create(agent, stopped) if materialize else stopped
         if not relatives:
             return None
         inherited = _inherited(workflow_id, records)
