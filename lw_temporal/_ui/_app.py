@@ -31,6 +31,7 @@ from .._dreaming._records import QUERY_STATE
 from .._live import fetch_tree
 from .._memory import MemoryStores, StoreNotFound
 from .._memory._manifest import read_manifest
+from .._taint import TaintBook
 from ._guard import SECURITY_HEADERS, Guard, Refused, Viewer
 from ._views import (
     AUDIT_SHOWN,
@@ -125,6 +126,12 @@ def build_app(review: Review) -> Starlette:
             for r in listing.pending
             if r.arguments_cut
         }
+        book = TaintBook(review.stores.layout)
+        tainted = {
+            r.workflow_id: found.line()
+            for r in listing.pending
+            if (found := book.status(r.workflow_id, materialize=False)) is not None
+        }
         return render(
             "approvals.html",
             request,
@@ -132,6 +139,7 @@ def build_app(review: Review) -> Starlette:
             status=409 if error else 200,
             listing=listing,
             whole=whole,
+            tainted=tainted,
             decided=list(reversed(decided))[:50],
             error=error,
         )
