@@ -15,7 +15,9 @@ from .._approvals._records import shown_arguments
 from .._dreaming import DreamState
 from .._ids import InvalidWorkflowId, parse_workflow_id
 from .._memory import MemoryStores
+from .._memory._held import held_sets
 from .._memory._manifest import manifests
+from .._memory._quarantine import HeldRun, render, summary
 from .._memory._records import RunManifest
 from .._scope import StoreRef
 
@@ -89,6 +91,30 @@ def dream_files(state: DreamState, shown: str) -> list[FileDiff]:
         if current is not None:
             current.lines.append(line)
     return list(files.values())
+
+
+@dataclass
+class HeldView:
+    """One run's held changes to one store, as the quarantine page shows them."""
+
+    run: HeldRun
+    label: str
+    lines: list[DiffLine]
+    truncated: bool
+
+
+def held_views(stores: MemoryStores) -> list[HeldView]:
+    """What tainted runs hold, oldest first, each with its diff against the store as it
+    is now (cut at SHOWN_BYTES); at most LISTED."""
+    found = []
+    for hs, held in itertools.islice(held_sets(stores), LISTED):
+        label = stores.label(held.ref)
+        text = render(hs, held, label)
+        found.append(
+            HeldView(summary(hs, held), label, diff_lines(text[:SHOWN_BYTES]),
+                     len(text) > SHOWN_BYTES)
+        )  # fmt: skip
+    return sorted(found, key=lambda v: (v.run.created, v.run.workflow_id, v.run.store))
 
 
 def version_diff(stores: MemoryStores, store: StoreRef, path: str, a: str, b: str) -> str:
