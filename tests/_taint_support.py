@@ -32,6 +32,8 @@ def _turn(n: int) -> Any:
         command = commands[n]
         if command.startswith("memory_read "):
             return [tool("memory_read", path=command.removeprefix("memory_read "))]
+        if command.startswith("memory_search "):
+            return [tool("memory_search", query=command.removeprefix("memory_search "))]
         return [tool("bash", command=command)]
 
     return turn
@@ -41,7 +43,8 @@ def command_planner(
     *definition_ids: str, roles: tuple[Role, ...] = (Role.PLANNER,)
 ) -> ScriptedModel:
     """Each agent of ``definition_ids`` runs its task's commands (``NEXT`` between
-    them; ``memory_read PATH`` reads with the memory tool), one per turn, and finishes
+    them; ``memory_read PATH`` reads with the memory tool, ``memory_search QUERY``
+    searches), one per turn, and finishes
     with their results (``RESULTS`` between them) as its summary."""
     turns = [_turn(n) for n in range(8)]
     return ScriptedModel({(d, role): turns for d in definition_ids for role in roles})
