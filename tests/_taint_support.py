@@ -4,6 +4,12 @@ bash command (so each run's task says what it does), and the CLI driven in-proce
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
+import http.server
+import threading
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -82,3 +88,24 @@ async def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str,
     code = await asyncio.to_thread(main, list(argv))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+@contextlib.contextmanager
+def loopback_pages(root: Path, pages: dict[str, str]) -> Iterator[int]:
+    """A loopback web server of ``pages`` (name: text) in ``root``; yields its port."""
+    for name, text in pages.items():
+        (root / name).write_text(text)
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root))
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
