@@ -18,12 +18,13 @@ each other; a parent they share is, and so is every child it starts afterwards.
 A command that may get network responses leaves a mark while it runs; a mark that
 outlives its command (the worker or the proxy stopped before saying what it read)
 counts as taint. An untainted run pays one ``stat`` per check (its tree has no
-folder; a listing of an empty one once its commands reached for the network); a
-tainted one is remembered by the process, since taint never goes.
+folder; a settled mark removes a folder it leaves empty); a tainted one is
+remembered by the process, since taint never goes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -111,18 +112,21 @@ class TaintBook:
         what the command left in the run's scratch is never taken for vetted."""
         agent = parse_workflow_id(workflow_id)
         path = self._pending(agent, workflow_id)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         record = TaintRecord(
             workflow_id=workflow_id, since=now(), source="network",
             reason="a command that could reach the network through the egress proxy "
             "ended before the proxy said what it read (its worker or the proxy stopped "
             "mid-command)",
         )  # fmt: skip
-        path.write_bytes(record.model_dump_json().encode())
+        _write_in(path, record.model_dump_json().encode())
 
     def network_settled(self, workflow_id: str) -> None:
-        """The command's network use is known (and tainted the run if it read any)."""
-        self._pending(parse_workflow_id(workflow_id), workflow_id).unlink(missing_ok=True)
+        """The command's network use is known (and tainted the run if it read any). A
+        tree folder left empty goes, so its untainted runs pay one ``stat`` again."""
+        path = self._pending(parse_workflow_id(workflow_id), workflow_id)
+        path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a record or another command's mark is there
+            os.rmdir(path.parent)
 
     # -- writing --------------------------------------------------------------------
     def taint(
@@ -154,9 +158,8 @@ class TaintBook:
 
     def _create(self, agent: AgentId, record: TaintRecord) -> TaintRecord:
         path = self._record(agent, record.workflow_id)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = path.with_name(f"{_TMP}{os.getpid()}-{threading.get_ident()}")
-        tmp.write_bytes(record.model_dump_json().encode())
+        _write_in(tmp, record.model_dump_json().encode())
         try:
             os.link(tmp, path)  # the first taint wins; a record is never replaced
         except FileExistsError:
@@ -273,6 +276,19 @@ class TaintBook:
             return
         for tree in trees:
             yield from self._tree_records(self.root / tree)
+
+
+def _write_in(path: Path, data: bytes) -> None:
+    """Write ``path``, making its tree folder; again if a settling command removed
+    the folder between the two (it removes only an empty one)."""
+    for _ in range(5):
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            path.write_bytes(data)
+            return
+        except FileNotFoundError:
+            continue
+    path.write_bytes(data)
 
 
 @functools.lru_cache(maxsize=4096)
