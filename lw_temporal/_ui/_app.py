@@ -206,10 +206,10 @@ def build_app(review: Review) -> Starlette:
 
     # -- quarantine ---------------------------------------------------------------------
     async def quarantine(request: Request, viewer: Viewer, error: str = "") -> Response:
-        held = await asyncio.to_thread(held_views, review.stores)
+        held, total = await asyncio.to_thread(held_views, review.stores)
         return render(
             "quarantine.html", request, viewer, status=409 if error else 200, held=held,
-            error=error,
+            total=total, error=error,
         )  # fmt: skip
 
     async def decide_quarantine(request: Request, viewer: Viewer) -> Response:

@@ -26,6 +26,8 @@ SHOWN_BYTES = 256 * 1024
 LISTED = 1000
 AUDIT_SHOWN = 200
 RUNS_SHOWN = 200
+#: Held run-and-store changes one quarantine page shows (the oldest first).
+HELD_SHOWN = 50
 #: Manifests read to find the newest runs.
 RUNS_READ = 5000
 
@@ -103,18 +105,19 @@ class HeldView:
     truncated: bool
 
 
-def held_views(stores: MemoryStores) -> list[HeldView]:
+def held_views(stores: MemoryStores) -> tuple[list[HeldView], int]:
     """What tainted runs hold, oldest first, each with its diff against the store as it
-    is now (cut at SHOWN_BYTES); at most LISTED."""
-    found = []
-    for hs, held in itertools.islice(held_sets(stores), LISTED):
+    is now (cut at SHOWN_BYTES), at most HELD_SHOWN of them; and how many there are."""
+    found = sorted(
+        ((summary(hs, held), hs, held) for hs, held in held_sets(stores)),
+        key=lambda f: (f[0].created, f[0].workflow_id, f[0].store),
+    )
+    views = []
+    for run, hs, held in found[:HELD_SHOWN]:
         label = stores.label(held.ref)
         text = render(hs, held, label)
-        found.append(
-            HeldView(summary(hs, held), label, diff_lines(text[:SHOWN_BYTES]),
-                     len(text) > SHOWN_BYTES)
-        )  # fmt: skip
-    return sorted(found, key=lambda v: (v.run.created, v.run.workflow_id, v.run.store))
+        views.append(HeldView(run, label, diff_lines(text[:SHOWN_BYTES]), len(text) > SHOWN_BYTES))
+    return views, len(found)
 
 
 def version_diff(stores: MemoryStores, store: StoreRef, path: str, a: str, b: str) -> str:
