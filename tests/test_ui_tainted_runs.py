@@ -1,6 +1,7 @@
 """The review page says when a run waiting for approval is tainted (why, since when,
 and that its shared writes wait in quarantine), and marks a tainted run in its tree's
-manifests: a person approving a tainted run's call knows what the run has read. Its
+manifests, and ``approvals list --data-dir`` ends its line with the taint: a person
+approving a tainted run's call knows what the run has read. The page's
 quarantine page shows each held change as a diff, with its run's taint, and releases
 or rejects it as ``memory quarantine`` does (audited with the reviewer's name); markup
 a tainted run wrote arrives as text.
@@ -22,7 +23,7 @@ from lw_temporal import AgentInput, AgentResult, WorkflowDefinition
 from lw_temporal.ids import AgentId, DataLayout
 from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
 
-from ._approvals_support import DEFINITIONS, MODEL, until_listed
+from ._approvals_support import DEFINITIONS, MODEL, lw, until_listed
 from ._hierarchy_support import lw_worker
 from ._taint_support import NEXT, WF, command_planner, run_planner
 from ._ui_support import review_page
@@ -72,7 +73,13 @@ async def test_a_tainted_run_waiting_for_approval_says_so(
             task_queue=task_queue, result_type=AgentResult,
         )  # fmt: skip
         try:
-            await until_listed(dev_env, run)
+            [line] = await until_listed(dev_env, run)
+            assert "(tainted since" not in line  # without the data dir the server alone answers
+            code, out, err = await lw(dev_env, "approvals", "list", "--workflow", run,
+                                      "--data-dir", str(data_dir))  # fmt: skip
+            assert code == 0, err
+            assert out.startswith(run) and "  (tainted since 20" in out, out
+            assert out.rstrip().endswith("(AgentInput(untrusted=True)))"), out
             async with review_page(dev_env, data_dir, "--trust-proxy-header", "X-Auth-User") as url:
                 page = await asyncio.to_thread(_get, url)
                 assert f"{run}</a>" in page, page
