@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
@@ -21,6 +22,8 @@ from ._egress._policy import NetworkPolicy
 from ._ids import DREAMING_DEFINITION_ID, check_definition_id
 
 Access = Literal["rw", "ro", "none"]
+#: A store whose writes by a tainted run wait in quarantine (``MemoryConfig.quarantine``).
+QuarantinedStore = Literal["workflow", "org"]
 _GIT_AUTHOR = re.compile(r"[^<>\n]+ <[^<>\s]+>")
 
 
@@ -36,10 +39,14 @@ def sha256_hex(data: bytes) -> str:
 
 
 class AttachSpec(FrozenModel):
-    """A peer workflow whose memory is mounted read-only."""
+    """A peer workflow whose memory is mounted read-only.
+
+    ``untrusted``: what the peer's runs wrote is untrusted input here (a run that reads
+    it is tainted, see the README's taint section). Not part of the definition's hash."""
 
     id: str
     mode: str = "ro"
+    untrusted: bool = Field(default=False, exclude=True)
 
     @field_validator("id")
     @classmethod
@@ -68,6 +75,16 @@ class MemoryConfig(FrozenModel):
     workflow: Access = "rw"
     org: Access = "ro"
     attach: tuple[AttachSpec, ...] = ()
+    #: Paths of the agents' view (``/mnt/memory/org/inbox/``) whose contents are
+    #: untrusted input: a run that reads below one is tainted.
+    untrusted: tuple[str, ...] = Field(default=(), exclude=True, max_length=64)
+    #: The stores whose writes by a tainted run wait in quarantine until released
+    #: (the orchestrator's pipeline writes always do); a store left out takes a tainted
+    #: run's writes at once, marked tainted, and taints every run that reads them.
+    quarantine: tuple[QuarantinedStore, ...] = Field(default=("workflow", "org"), exclude=True)
+    #: The name of a ``QuarantinePolicy`` in ``MemoryOptions(quarantine_policies=...)``
+    #: that decides on held changes as they are held; ``None``: a person decides.
+    release_policy: str | None = Field(default=None, exclude=True)
 
     @field_validator("attach")
     @classmethod
@@ -78,6 +95,28 @@ class MemoryConfig(FrozenModel):
                 raise ValueError(f"attach lists {spec.id!r} twice; list each peer once")
             seen.add(spec.id)
         return value
+
+    @field_validator("untrusted")
+    @classmethod
+    def _untrusted(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(untrusted_prefix(p) for p in value)
+
+
+def untrusted_prefix(path: str) -> str:
+    """A path of the agents' view under ``/mnt/memory/<mount>/``, normalized, or a
+    ValueError saying what one looks like."""
+    given = PurePosixPath(path)
+    if (
+        not path.startswith("/mnt/memory/")
+        or ".." in given.parts
+        or "\x00" in path
+        or len(given.parts) < 4
+    ):
+        raise ValueError(
+            f"untrusted path {path!r} must name a folder or file of the agents' memory "
+            "view, e.g. '/mnt/memory/org/inbox/' or '/mnt/memory/peer-workflows/<id>/'"
+        )
+    return str(given)
 
 
 class MemoryQuota(FrozenModel):

@@ -20,7 +20,7 @@ from ._definitions import MemoryQuota
 from ._dreaming import DEFAULT_INSTRUCTIONS, Consolidator
 from ._egress import ProxyLimits
 from ._egress._patterns import PatternError, normalise_name
-from ._memory import Embedder
+from ._memory import Embedder, QuarantinePolicy
 from ._privacy import KeyStore
 from ._sandbox import Limits
 from ._scan import Scanner
@@ -110,6 +110,10 @@ class MemoryOptions:
     #: Makes ``memory_search`` rank by meaning as well as by words (e.g.
     #: ``lw_temporal.models.OpenAIEmbedder``); ``None`` ranks by words only.
     embedder: Embedder | None = None
+    #: Release policies by name, for definitions naming one in
+    #: ``MemoryConfig(release_policy=...)``: each decides on a tainted run's held
+    #: changes as they are held (``lw_temporal.memory.QuarantinePolicy``).
+    quarantine_policies: Mapping[str, QuarantinePolicy] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -166,6 +166,8 @@ class _Agent(Approvals):
         #: the worker that ran the tool).
         self._digests: dict[str, str] = {}
         self._conversation = ""
+        #: The starter marked the task untrusted (sent with it to ``lw.model``).
+        self._untrusted = False
 
     # -- identity -----------------------------------------------------------------
     def _check_identity(self) -> AgentId:
@@ -258,6 +260,7 @@ class _Agent(Approvals):
         # works as one would expect.
         agent_input = AgentInput(task=given) if isinstance(given, str) else given or AgentInput()
         agent_input.task = clip(agent_input.task, TASK_CAP)
+        self._untrusted = agent_input.untrusted
         self._agent_id = self._check_identity()
         info = workflow.info()
         self._conversation = info.first_execution_run_id or info.run_id
@@ -393,6 +396,7 @@ class _Agent(Approvals):
             conversation=self._conversation,
             turn=state.turn,
             task=task if state.turn == 0 else "",
+            untrusted=self._untrusted and state.turn == 0,
             results=[r.model_copy(update={"text": ""}) if r.call_id in digests else r
                      for r in results],
             digests=digests,
@@ -407,7 +411,13 @@ class _Agent(Approvals):
         # resend what this run holds, once.
         return await self._model_activity(
             turn.model_copy(
-                update={"task": task, "results": results, "digests": {}, "rebuild": self._exchanges}
+                update={
+                    "task": task,
+                    "results": results,
+                    "digests": {},
+                    "rebuild": self._exchanges,
+                    "untrusted": self._untrusted,
+                }
             )
         )
 

@@ -26,6 +26,7 @@ from .._edit import memory_lines
 from .._errors import CONVERSATION_MISSING, MODEL_CONTEXT_OVERFLOW, MODEL_FAILED, lw_error
 from .._ids import Role
 from .._scope import Scope
+from .._taint import TaintBook
 from ._compaction import (
     COMPACTED_FOLDER,
     keep_from,
@@ -97,6 +98,9 @@ class ModelTurn(Wire):
     digests: dict[str, str] = Field(default_factory=dict)
     #: Sent only after the activity reported its conversation files missing.
     rebuild: list[Exchange] | None = None
+    #: Set with the task when its starter marked it untrusted (``AgentInput.untrusted``):
+    #: the worker taints the run before the model reads it. It can only add taint.
+    untrusted: bool = False
 
 
 class ModelActivities:
@@ -115,8 +119,11 @@ class ModelActivities:
         context_budget_tokens: int = DEFAULT_CONTEXT_BUDGET,
         dreaming_instructions: Callable[[str], str] | None = None,
         dreaming_max_turns: int = ORCHESTRATOR_MAX_TURNS,
+        taint: TaintBook | None = None,
     ) -> None:
         self.config = config
+        #: The worker's taint book: a task marked untrusted taints its run.
+        self.taint = taint
         #: The dreaming agent's instructions for a target (the plugin's
         #: ``DreamingAgentOptions``), and its turn budget.
         self.dreaming_instructions = dreaming_instructions or (lambda target: "")
@@ -253,6 +260,11 @@ class ModelActivities:
     @activity.defn(name=MODEL_ACTIVITY)
     async def run_turn(self, turn: ModelTurn) -> ModelResponse:
         scope = self.config.activity_scope()
+        if turn.untrusted and self.taint is not None:
+            self.taint.taint(
+                scope.workflow_id, "task", "its starter marked the task untrusted "
+                "(AgentInput(untrusted=True))",
+            )  # fmt: skip
         folder = self.conversations.folder(scope.agent_id.segments, turn.conversation)
         if turn.rebuild is not None:
             self.conversations.rebuild(folder, turn.task, turn.rebuild, turn.turn)

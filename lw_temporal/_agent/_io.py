@@ -8,7 +8,9 @@ history.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Any
+
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from .._approvals._records import ApprovalBook, ApprovalRecord, ApprovalRequest
 from .._approvals._rules import ApprovalRule
@@ -77,13 +79,25 @@ class AgentInput(BaseModel):
     ``turns_per_run`` continues-as-new after that many turns even when Temporal does
     not suggest it yet (it always does when a history grows large); ``settings`` is
     set by a parent (its worker's settings), ``state`` only by the workflow itself
-    when it continues as new.
+    when it continues as new. ``untrusted``: the starter says the task is untrusted
+    input (a page, a ticket, an email): the run is tainted from its first turn. It
+    can only add taint; a task not marked is no proof of anything (a child of a
+    tainted run is tainted whatever its input says).
     """
 
     task: str = ""
     turns_per_run: int | None = Field(default=None, gt=0)
     settings: WorkerSettings | None = None
     state: AgentState | None = None
+    untrusted: bool = False
+
+    @model_serializer(mode="wrap")
+    def _unmarked(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """An unmarked input is the bytes it was before taint existed."""
+        data = handler(self)
+        if isinstance(data, dict) and not self.untrusted:
+            data.pop("untrusted", None)
+        return data
 
 
 class AgentResult(BaseModel):

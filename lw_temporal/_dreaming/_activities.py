@@ -182,6 +182,7 @@ class DreamingActivities:
             room = max(request.max_runs - len(released), 0)
             taken, left = fresh[:room], fresh[room:]
             items = released + taken
+            self._taint_from(dream, items)
             entries, audit_end = await asyncio.to_thread(
                 dream.stores.audit_since, dream.target_store, cursor.audit_offset
             )
@@ -211,6 +212,19 @@ class DreamingActivities:
             write_atomic(found_file, result.model_dump_json().encode())
             dream.books.save_cursor(_advance(cursor, taken, audit_offset))
         return result
+
+    def _taint_from(self, dream: _Dream, items: list[dict[str, Any]]) -> None:
+        """A dream of tainted runs reads what they did: it is tainted too (its notes
+        say so in their provenance, and their promotion, a person's, is audited so)."""
+        gate = self.stores.gate
+        if gate is None:
+            return
+        for item in items:
+            found = gate.book.status(str(item["workflow_id"]), materialize=False)
+            if found is not None:
+                reason = f"consolidates tainted run {found.workflow_id} ({found.reason})"
+                gate.book.taint(dream.workflow_id, "tainted-memory", reason)
+                return
 
     async def _list_closed(
         self, dream: _Dream, cursor: Cursor, request: FindRunsRequest
