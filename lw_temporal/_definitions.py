@@ -19,6 +19,12 @@ from ._ids import DREAMING_DEFINITION_ID, check_definition_id
 
 Access = Literal["rw", "ro", "none"]
 
+#: Default fan-out bounds of a definition: children a planner starts per turn and per
+#: run, and the turns its whole tree (planner and steps) may take.
+MAX_CHILDREN_PER_TURN = 10
+MAX_CHILDREN = 50
+MAX_TREE_TURNS = 1000
+
 
 def canonical_json(value: Any) -> bytes:
     """Sorted keys, no insignificant whitespace, UTF-8 (DESIGN section 3)."""
@@ -85,7 +91,11 @@ class MemoryQuota(FrozenModel):
 
 
 class WorkflowDefinition(FrozenModel):
-    """One agent workflow: its id, what its agents are told, and its memory."""
+    """One agent workflow: its id, what its agents are told, its memory, and how far
+    a run of it may go: turns per agent (``max_turns``), steps a planner starts per
+    turn and per run (``max_children_per_turn``, ``max_children``) and turns of the
+    whole tree, planner and steps (``max_tree_turns``). A model asking for more gets an
+    error result saying which bound it hit."""
 
     id: str
     instructions: str = ""
@@ -93,6 +103,10 @@ class WorkflowDefinition(FrozenModel):
     memory: MemoryConfig = MemoryConfig()
     quota: MemoryQuota = MemoryQuota()
     max_turns: int = Field(default=24, gt=0, le=10_000)
+    max_children_per_turn: int = Field(default=MAX_CHILDREN_PER_TURN, gt=0, le=1_000)
+    #: At most Temporal's default limit of pending children per workflow (2,000).
+    max_children: int = Field(default=MAX_CHILDREN, gt=0, le=2_000)
+    max_tree_turns: int = Field(default=MAX_TREE_TURNS, gt=0, le=1_000_000)
 
     @field_validator("id")
     @classmethod

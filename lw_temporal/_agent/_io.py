@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from .._definitions import MAX_CHILDREN, MAX_CHILDREN_PER_TURN, MAX_TREE_TURNS
 from .._ids import Role
 from .._topology import HostPin
 from ._protocol import Exchange, ToolResult, Usage
@@ -17,6 +18,20 @@ from ._protocol import Exchange, ToolResult, Usage
 #: The default turn budget of an orchestrator and of the dreaming agent (planners and
 #: workers take theirs from ``WorkflowDefinition.max_turns``).
 ORCHESTRATOR_MAX_TURNS = 24
+
+
+#: The orchestrator's default turn budget for its whole tree (a pipeline).
+ORCHESTRATOR_MAX_TREE_TURNS = 2000
+
+
+class Bounds(BaseModel):
+    """How far one run may fan out: children started per turn and per run (its
+    continue-as-new chain), and the turns its whole tree may take (its own and every
+    descendant's). Calls beyond them are answered with an error the model reads."""
+
+    children_per_turn: int = MAX_CHILDREN_PER_TURN
+    children: int = MAX_CHILDREN
+    tree_turns: int = MAX_TREE_TURNS
 
 
 class WorkerSettings(BaseModel):
@@ -33,6 +48,11 @@ class WorkerSettings(BaseModel):
     #: The host whose task queue runs the tree's activities (pinned runs), if any.
     pin: HostPin | None = None
     dreaming_max_turns: int = ORCHESTRATOR_MAX_TURNS
+    #: Fan-out bounds per registered definition id, and the orchestrator's.
+    bounds: dict[str, Bounds] = Field(default_factory=dict)
+    orchestrator_bounds: Bounds = Field(
+        default_factory=lambda: Bounds(tree_turns=ORCHESTRATOR_MAX_TREE_TURNS)
+    )
 
     def turns_for(self, role: Role, definition_id: str | None) -> int:
         if role is Role.DREAMING:
@@ -40,6 +60,18 @@ class WorkerSettings(BaseModel):
         if role is Role.ORCHESTRATOR or definition_id is None:
             return self.orchestrator_max_turns
         return self.max_turns.get(definition_id, self.default_max_turns)
+
+    def bounds_for(self, role: Role, definition_id: str | None) -> Bounds:
+        if role is Role.ORCHESTRATOR or definition_id is None:
+            return self.orchestrator_bounds
+        return self.bounds.get(definition_id, Bounds())
+
+    def tree_cap(self, role: Role, definition_id: str | None) -> int:
+        """The most turns a run of ``role`` may take with its whole tree: a worker
+        starts no children, so its tree is its own turns."""
+        if role is Role.WORKER or role is Role.DREAMING:
+            return self.turns_for(role, definition_id)
+        return self.bounds_for(role, definition_id).tree_turns
 
 
 class AgentState(BaseModel):
@@ -62,21 +94,31 @@ class AgentState(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     #: Usage of finished children's trees.
     children_usage: Usage = Field(default_factory=Usage)
+    #: Turns this run's tree may take (its bounds, or less when its parent allotted
+    #: less), and the turns its ended children's trees took (a failed child counts its
+    #: whole allotment).
+    tree_budget: int | None = None
+    tree_used: int = 0
 
 
 class AgentInput(BaseModel):
     """A run's input: its task (from the client or the parent) and loop options.
 
     ``turns_per_run`` continues-as-new after that many turns even when Temporal does
-    not suggest it yet (it always does when a history grows large); ``settings`` is
-    set by a parent (its worker's settings), ``state`` only by the workflow itself
-    when it continues as new.
+    not suggest it yet (it always does when a history grows large). ``settings`` and
+    ``tree_turns`` are set by a parent (its worker's settings, the turns it allots the
+    child's tree), ``state`` by the workflow itself when it continues as new: a run
+    started by a client (no lw parent, not a continue-as-new) ignores both settings and
+    state and reads its worker's settings, since a client's input is data, not
+    configuration.
     """
 
     task: str = ""
     turns_per_run: int | None = Field(default=None, gt=0)
     settings: WorkerSettings | None = None
     state: AgentState | None = None
+    #: The most turns the run's tree may take (only lowers its own bound).
+    tree_turns: int | None = Field(default=None, gt=0)
 
 
 class AgentResult(BaseModel):
@@ -89,6 +131,8 @@ class AgentResult(BaseModel):
     summary: str
     turns: int
     children: list[str] = Field(default_factory=list)
+    #: Turns of this run and every descendant.
+    tree_turns: int = 0
     #: Tokens this run's own model calls used.
     usage: Usage = Field(default_factory=Usage)
     #: Tokens of this run and every descendant (the pipeline's total at the root).

@@ -102,7 +102,7 @@ class MemoryActivities:
     async def read(self, request: MemoryReadRequest) -> ReadResult:
         """A file's content and ``content_sha256``; an absent file reads as
         ``exists=False``, so a store never written is simply empty."""
-        _scope, mount, rel = self._resolve(request.path, write=False)
+        _scope, mount, rel = await self._resolve(request.path, write=False)
         assert mount.store is not None
         store = mount.store
         return await self._run(
@@ -161,7 +161,7 @@ class MemoryActivities:
     async def list_memory(self, request: MemoryListRequest) -> ListResult:
         """Files and folders below a memory path; ``/mnt/memory`` lists every store
         the scope shows."""
-        scope = self.config.activity_scope()
+        scope = await self.config.activity_scope()
         path = self._virtual(request.path)
         mount = scope.mount_at(path)
         if mount is not None and mount.store is not None:
@@ -223,8 +223,8 @@ class MemoryActivities:
             f"store it can see; its memory mounts are: {shown or 'none'}",
         )
 
-    def _resolve(self, path: str, *, write: bool) -> tuple[Scope, Mount, str]:
-        scope = self.config.activity_scope()
+    async def _resolve(self, path: str, *, write: bool) -> tuple[Scope, Mount, str]:
+        scope = await self.config.activity_scope()
         virtual = self._virtual(path)
         mount = scope.mount_at(virtual)
         if mount is None or mount.store is None:
@@ -244,7 +244,7 @@ class MemoryActivities:
         """The one way in for a mutation: resolve ``path`` in the caller's scope
         (writable mounts only), take the activity's provenance, run ``apply`` in a
         thread while heartbeating."""
-        scope, mount, rel = self._resolve(path, write=True)
+        scope, mount, rel = await self._resolve(path, write=True)
         assert mount.store is not None
         target = _Target(mount.store, rel, path, Provenance.from_activity(scope))
         result = await self._run(lambda cancel: apply(target, cancel))
