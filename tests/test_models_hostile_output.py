@@ -6,7 +6,7 @@ many calls each become an error result the model reads, never a failed ``lw.mode
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,29 +27,31 @@ HOSTILE = WorkflowDefinition(id="hostile")
 #: Put on the wire as the JSON escape of a lone surrogate (valid JSON, as a provider may
 #: send it), which the SDK decodes into a str no UTF-8 encoder accepts.
 MARK = "LONE-SURROGATE"
+#: Put in OpenAI's arguments string as an array nested 3,000 deep.
+DEEP = "DEEP-NEST"
 
 
-async def _surrogate_then_finish(request: ModelRequest) -> ModelResponse:
-    if request.turn == 0:
-        return ModelResponse(
-            text=f"listing {MARK}",
-            tool_calls=[ToolCall(id="call_1", name="bash", arguments={"command": f"ls {MARK}"})],
-            stop_reason="tool_use",
-        )
-    (result,) = request.last_results()
-    return ModelResponse(
-        tool_calls=[ToolCall(id="call_2", name="finish", arguments={"summary": result.text})],
-        stop_reason="tool_use",
-    )
+def _then_finish(command: str) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
+    async def brain(request: ModelRequest) -> ModelResponse:
+        if request.turn == 0:
+            call = ToolCall(id="call_1", name="bash", arguments={"command": command})
+            return ModelResponse(text=f"listing {MARK}", tool_calls=[call], stop_reason="tool_use")
+        (result,) = request.last_results()
+        finish = ToolCall(id="call_2", name="finish", arguments={"summary": result.text})
+        return ModelResponse(tool_calls=[finish], stop_reason="tool_use")
+
+    return brain
 
 
 class _Escaping:
-    """A provider stand-in whose answers carry ``\\ud800`` where the brain wrote MARK."""
+    """A provider stand-in whose answers carry ``\\ud800`` where the brain wrote MARK,
+    and a deep array where it wrote DEEP in a JSON string."""
 
     async def handle(self, request: httpx2.Request) -> httpx2.Response:
         answer = await super().handle(request)  # type: ignore[misc]
         headers = {k: v for k, v in answer.headers.items() if k.lower() != "content-length"}
         body = answer.content.replace(MARK.encode(), b"\\ud800")
+        body = body.replace(f'\\"{DEEP}\\"'.encode(), b"[" * 3000 + b"]" * 3000)
         return httpx2.Response(answer.status_code, headers=headers, content=body)
 
 
@@ -61,12 +63,24 @@ class _OpenAI(_Escaping, OpenAIStandIn):
     pass
 
 
-def _provider(name: str) -> tuple[StandIn, Model]:
+def _provider(name: str, command: str = f"ls {MARK}") -> tuple[StandIn, Model]:
     if name == "anthropic":
-        a = _Anthropic(_surrogate_then_finish)
+        a = _Anthropic(_then_finish(command))
         return a, AnthropicModel(client=a.client(), model="claude-sonnet-4-6")
-    o = _OpenAI(_surrogate_then_finish)
+    o = _OpenAI(_then_finish(command))
     return o, OpenAIModel(client=o.client(), model="gpt-5.5")
+
+
+async def _run(env: WorkflowEnvironment, data_dir: Path, queue: str, model: Model) -> str:
+    async with lw_worker(env, data_dir, queue, [HOSTILE], model) as client:
+        result: AgentResult = await client.execute_workflow(
+            "lw.Planner",
+            "list",
+            id=f"run_hostile@{queue}",
+            task_queue=queue,
+            result_type=AgentResult,
+        )
+    return result.summary
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
@@ -74,18 +88,20 @@ async def test_a_lone_surrogate_from_a_provider_is_one_error_result(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str, provider: str
 ) -> None:
     standin, model = _provider(provider)
-    async with lw_worker(dev_env, data_dir, task_queue, [HOSTILE], model) as client:
-        result: AgentResult = await client.execute_workflow(
-            "lw.Planner",
-            "list",
-            id=f"run_hostile@{task_queue}",
-            task_queue=task_queue,
-            result_type=AgentResult,
-        )
+    summary = await _run(dev_env, data_dir, task_queue, model)
     # Two paid calls: the reply was kept once, its bad call answered with an error.
     assert len(standin.requests) == 2 and standin.violations == []
-    assert "lone surrogate" in result.summary and "arguments['command']" in result.summary
-    assert result.summary.startswith("bash: not run")
+    assert "lone surrogate" in summary and "arguments['command']" in summary
+    assert summary.startswith("bash: not run")
+
+
+async def test_arguments_nested_past_the_stack_are_one_error_result(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    standin, model = _provider("openai", DEEP)
+    summary = await _run(dev_env, data_dir, task_queue, model)
+    assert len(standin.requests) == 2 and standin.violations == []
+    assert "not a JSON object" in summary and "recursion" in summary, summary
 
 
 class Counted:
