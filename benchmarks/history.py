@@ -71,6 +71,7 @@ class LoudAgent:
         self.shaper = AnthropicModel.__new__(AnthropicModel)
         self.shaper.model, self.shaper.max_tokens = "claude-sonnet-4-6", 8192
         self.shaper.prompt_caching, self.shaper.request_options = True, {}
+        self.shaper.native_tools = True
 
     async def next_turn(self, request: ModelRequest) -> ModelResponse:
         body = json.dumps(self.shaper.params(request))

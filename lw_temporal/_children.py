@@ -66,6 +66,16 @@ def failure_text(err: BaseException) -> str:
     return message
 
 
+def failure_type(err: BaseException) -> str | None:
+    """The type of the innermost ApplicationError of a failure, if any."""
+    cause: BaseException | None = err
+    while cause is not None:
+        if isinstance(cause, ApplicationError):
+            return cause.type
+        cause = cause.__cause__
+    return None
+
+
 class ChildStarts:
     """The child-starting half of the agent loop (mixed into ``_loop._Agent``, which
     provides the state, the identity and the result builder used here)."""

@@ -25,6 +25,8 @@ SCAN_BLOCKED = "LwScanBlocked"
 #: Writing a command's memory changes to the store failed (disk full, a path the
 #: file system refuses): the command's staging is gone, so a retry cannot help.
 MEMORY_COMMIT_FAILED = "LwMemoryCommitFailed"
+#: Memory search cannot run on this worker (its Python's SQLite has no FTS5).
+MEMORY_SEARCH_UNAVAILABLE = "LwMemorySearchUnavailable"
 MODEL_FAILED = "LwModelFailed"
 HIERARCHY_VIOLATION = "LwHierarchyViolation"
 TURN_LIMIT = "LwTurnLimit"
@@ -50,6 +52,9 @@ UNVERIFIED_CALLER = "LwUnverifiedCaller"
 #: The workflow ID already names another run (another continue-as-new chain): its
 #: scratch belongs to that run, so this one must start under a new ID.
 WORKFLOW_ID_TAKEN = "LwWorkflowIdTaken"
+#: A decision on an approval request that cannot apply (unknown or already decided
+#: request, a decider its rule does not accept, a denial without a reason).
+APPROVAL_REFUSED = "LwApprovalRefused"
 
 #: Kinds no retry can fix; list them in a RetryPolicy's ``non_retryable_error_types``.
 NON_RETRYABLE: tuple[str, ...] = (
@@ -65,6 +70,7 @@ NON_RETRYABLE: tuple[str, ...] = (
     QUOTA_EXCEEDED,
     SCAN_BLOCKED,
     MEMORY_COMMIT_FAILED,
+    MEMORY_SEARCH_UNAVAILABLE,
     HIERARCHY_VIOLATION,
     TURN_LIMIT,
     MODEL_NOT_CONFIGURED,
@@ -78,6 +84,7 @@ NON_RETRYABLE: tuple[str, ...] = (
     HOST_LOST,
     UNVERIFIED_CALLER,
     WORKFLOW_ID_TAKEN,
+    APPROVAL_REFUSED,
 )
 
 

@@ -9,7 +9,7 @@ about its own ID and its input is ``_trust``; how it starts children, ``_childre
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -44,7 +44,8 @@ from ._agent import (
 )
 from ._agent._recorder import digest, tool_activity_id
 from ._agent._tools import RESULT_CAP, TASK_CAP, FinishArgs, clip
-from ._children import MEMO_DEFINITION, MEMO_ROLE, ChildStarts, failure_text
+from ._approvals._gate import Approvals, at_most_once
+from ._children import MEMO_DEFINITION, MEMO_ROLE, ChildStarts, failure_text, failure_type
 from ._errors import (
     CONVERSATION_MISSING,
     MODEL_OUTPUT_LIMIT,
@@ -66,6 +67,8 @@ from ._trust import check_identity, trusted_input
 CARRIED_BYTES = 256 * 1024
 #: Replies in a row cut at the output token limit before the run fails.
 OUTPUT_LIMIT_HITS = 3
+#: UTF-8 bytes of the model's latest text the progress query shows.
+SAID_CAP = 1024
 
 PROGRESS_QUERY = "lw.progress"
 
@@ -79,15 +82,9 @@ _RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=5,
 )
-
-
-def _failure_type(err: BaseException) -> str | None:
-    cause: BaseException | None = err
-    while cause is not None:
-        if isinstance(cause, ApplicationError):
-            return cause.type
-        cause = cause.__cause__
-    return None
+#: An approved call runs at most once: a person approved one run of it, and a retry
+#: after a lost attempt (a worker killed mid-command) could run it a second time.
+_ONCE = RetryPolicy(maximum_attempts=1)
 
 
 def _carried(exchanges: Sequence[Exchange]) -> list[Exchange]:
@@ -102,13 +99,14 @@ def _carried(exchanges: Sequence[Exchange]) -> list[Exchange]:
     return kept[::-1]
 
 
-class _Agent(ChildStarts):
+class _Agent(ChildStarts, Approvals):
     """The loop shared by all roles; subclasses fix the workflow type and role, and the
     tool registry decides which tools the role has."""
 
     role: Role
 
     def __init__(self) -> None:
+        super().__init__()
         self._agent_id: AgentId | None = None
         self._state = AgentState()
         self._status = "starting"
@@ -147,8 +145,12 @@ class _Agent(ChildStarts):
             children=list(self._state.children),
             failed_tools=self._state.failed_tools,
             summary=self._summary,
+            said=clip(self._exchanges[-1].reply.text, SAID_CAP) if self._exchanges else "",
             usage=self._state.usage,
             tree_usage=self._state.usage + self._state.children_usage,
+            approvals=list(self._gate.book.pending),
+            decided=list(self._gate.book.decided),
+            decided_count=self._gate.book.decided_count,
         )
 
     def _label(self) -> dict[str, str]:
@@ -193,6 +195,7 @@ class _Agent(ChildStarts):
         if state.settings is None:
             state.settings = agent_input.settings or await self._worker_settings()
         self._index_self()
+        self._gate.configure(self.agent_id, self.role, state)
         max_turns = self._max_turns = state.settings.turns_for(
             self.role, self.agent_id.definition_id
         )
@@ -219,6 +222,7 @@ class _Agent(ChildStarts):
                     summary=summary,
                     turns=state.turn,
                     children=list(state.children),
+                    failed_tools=state.failed_tools,
                     tree_turns=state.turn + state.tree_used,
                     usage=state.usage,
                     tree_usage=state.usage + state.children_usage,
@@ -277,6 +281,7 @@ class _Agent(ChildStarts):
         local: bool = False,
         summary: str | None = None,
         activity_id: str | None = None,
+        once: bool = False,
     ) -> Any:
         args = [] if argument is None else [argument]
         if local:
@@ -297,7 +302,7 @@ class _Agent(ChildStarts):
                 result_type=result_type,
                 start_to_close_timeout=start_to_close,
                 heartbeat_timeout=heartbeat,
-                retry_policy=_RETRY,
+                retry_policy=_ONCE if once else _RETRY,
                 summary=summary,
                 activity_id=activity_id,
                 **placement(pin),
@@ -346,7 +351,7 @@ class _Agent(ChildStarts):
             return await self._model_activity(turn)
         except (ActivityError, ApplicationError) as err:
             # A local activity's failure arrives as its ApplicationError itself.
-            if _failure_type(err) != CONVERSATION_MISSING:
+            if failure_type(err) != CONVERSATION_MISSING:
                 raise
         # The worker-side conversation is gone (another data dir, a cleaned .lw):
         # resend what this run holds, once.
@@ -386,6 +391,7 @@ class _Agent(ChildStarts):
             # A model that answers without calling a tool is done, as in every chat
             # API's tool loop; its text is the summary.
             return reply.text or "finished"
+        self._gate.open(calls, exchange.turn, self._state)
         index = 0
         self._turn_children = 0
         while index < len(calls):
@@ -400,17 +406,33 @@ class _Agent(ChildStarts):
                 return summary or reply.text or "finished"
             if spec is not None and spec.kind is ToolKind.CHILD:
                 group: list[ToolCall] = []
+                first = index
                 while index < len(calls) and calls[index].name == call.name:
                     group.append(calls[index])
                     index += 1
+                allowed = []
+                verdicts = await self._verdicts(range(first, index))
+                for child, verdict in zip(group, verdicts, strict=True):
+                    if verdict is None or verdict.runs:
+                        allowed.append(child)
+                    else:
+                        text = verdict.text
+                        self._record(exchange, self._result(child, exchange.turn, text, error=True))
                 self._status = "waiting for children"
-                self._running = [f"{len(group)} x {call.name}"]
-                for result in await asyncio.gather(*self._start_children(group, exchange.turn)):
+                self._running = [f"{len(allowed)} x {call.name}"]
+                for result in await asyncio.gather(*self._start_children(allowed, exchange.turn)):
                     self._record(exchange, result)
                 continue
-            self._status = "running tools"
-            self._running = [call.name]
-            self._record(exchange, await self._tool(call, spec, exchange.turn, index))
+            [verdict] = await self._verdicts([index])
+            if verdict is not None and not verdict.runs:
+                text = verdict.text
+                self._record(exchange, self._result(call, exchange.turn, text, error=True))
+            else:
+                self._status = "running tools"
+                self._running = [call.name]
+                # The memory tools' ledger makes their retries exactly-once already.
+                once = verdict is not None and not call.name.startswith("memory_")
+                self._record(exchange, await self._tool(call, spec, exchange.turn, index, once))
             index += 1
         self._running = []
         return None
@@ -438,31 +460,49 @@ class _Agent(ChildStarts):
         return None
 
     async def _tool(
-        self, call: ToolCall, spec: Tool[Any, Any] | None, turn: int, index: int
+        self,
+        call: ToolCall,
+        spec: Tool[Any, Any] | None,
+        turn: int,
+        index: int,
+        once: bool = False,
     ) -> ToolResult:
         refusal = self._refusal(call, spec)
         if refusal is not None or spec is None or spec.activity is None:
             return self._result(call, turn, refusal or f"{call.name}: not a tool", error=True)
+        given = spec.shortcut(call.arguments) if spec.shortcut is not None else None
+        if given is not None:
+            return self._result(call, turn, given)
         # Validated here, before scheduling: a malformed call goes straight back to the
         # model instead of failing the activity's input decoding and burning retries.
         try:
             request = spec.arguments(call.arguments)
         except ValidationError as err:
             return self._result(call, turn, f"{call.name}: invalid arguments: {err}", error=True)
-        try:
-            result = await self._execute(
-                spec.activity,
+        activity = spec.activity
+
+        def attempt(activity_id: str) -> Coroutine[Any, Any, Any]:
+            return self._execute(
+                activity,
                 request,
                 spec.result or dict,
                 start_to_close=spec.timeout(request),
                 heartbeat=spec.heartbeat,
                 summary=tool_summary(call.name, call.arguments),
-                activity_id=tool_activity_id(turn, index),
+                activity_id=activity_id,
+                once=once,
             )
+
+        try:
+            first = tool_activity_id(turn, index)
+            result = await (at_most_once(attempt, first) if once else attempt(first))
         except ActivityError as err:
             if is_cancelled_exception(err):
                 raise
-            return self._result(call, turn, failure_text(err), error=True)
+            text = failure_text(err)
+            if once:
+                text += " (an approved call is not tried again once it may have started)"
+            return self._result(call, turn, text, error=True)
         rendered = spec.rendered(result)
         answer = self._result(call, turn, rendered.text, error=rendered.is_error, ref=rendered.ref)
         self._digests[call.id] = digest(answer.text)

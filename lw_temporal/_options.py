@@ -9,6 +9,7 @@ obvious home. Every field defaults to the behaviour of a plugin built without it
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -17,6 +18,10 @@ from pathlib import Path
 from ._agent import DEFAULT_CONTEXT_BUDGET, ORCHESTRATOR_MAX_TREE_TURNS, ORCHESTRATOR_MAX_TURNS
 from ._definitions import MAX_CHILDREN, MAX_CHILDREN_PER_TURN, MemoryQuota
 from ._dreaming import DEFAULT_INSTRUCTIONS, Consolidator
+from ._egress import ProxyLimits
+from ._egress._patterns import PatternError, normalise_name
+from ._memory import Embedder
+from ._privacy import KeyStore
 from ._sandbox import Limits
 from ._scan import Scanner
 from ._topology import DEFAULT_HOST_TIMEOUT
@@ -100,7 +105,7 @@ class BashOptions:
 @dataclass(frozen=True, kw_only=True)
 class MemoryOptions:
     """What every write to memory must pass, whoever makes it (memory activities, bash
-    capture, dreaming promotion, the admin API)."""
+    capture, dreaming promotion, the admin API), and how agents' searches rank."""
 
     #: Checks every content written; ``None`` uses ``DefaultScanner`` (blocks secrets,
     #: reports PII).
@@ -108,6 +113,9 @@ class MemoryOptions:
     #: Quota of pipeline, org and dreaming stores (a workflow store takes its
     #: definition's ``quota``); ``None`` uses ``MemoryQuota()``.
     store_quota: MemoryQuota | None = None
+    #: Makes ``memory_search`` rank by meaning as well as by words (e.g.
+    #: ``lw_temporal.models.OpenAIEmbedder``); ``None`` ranks by words only.
+    embedder: Embedder | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,6 +147,53 @@ class DreamingAgentOptions:
 
 
 @dataclass(frozen=True, kw_only=True)
+class EgressOptions:
+    """The worker's egress proxy: what one command may use of the network, and (for
+    tests only) names it resolves without DNS.
+
+    Read by the proxy for every command whose agent has a network policy
+    (``WorkflowDefinition(network=NetworkPolicy(...))``); a worker without such
+    agents never starts the proxy.
+    """
+
+    #: Test stand-ins: ``{name: address}`` answered instead of a DNS lookup. A name
+    #: mapped to a loopback address is the only way the proxy connects to loopback;
+    #: every other refused address stays refused. Never set this in production.
+    resolve: Mapping[str, str] = field(default_factory=dict)
+    #: Connections (attempts, refused ones included) one command may make.
+    max_connections: int = 256
+    #: Bytes one command may move both ways together.
+    max_bytes: int = 1 << 30
+    #: How long one connection may stay open.
+    max_connection_seconds: float = 600.0
+
+    def __post_init__(self) -> None:
+        _positive("EgressOptions", "max_connections", self.max_connections)
+        _positive("EgressOptions", "max_bytes", self.max_bytes)
+        if self.max_connection_seconds <= 0:
+            raise ValueError("EgressOptions(max_connection_seconds=...) must be positive")
+        resolved: dict[str, str] = {}
+        for name, address in self.resolve.items():
+            try:
+                key = normalise_name(name)
+                value = str(ipaddress.ip_address(address))
+            except (PatternError, ValueError) as err:
+                raise ValueError(
+                    f"EgressOptions(resolve={{{name!r}: {address!r}}}): {err}"
+                ) from None
+            resolved[key] = value
+        object.__setattr__(self, "resolve", resolved)
+
+    def limits(self) -> ProxyLimits:
+        return ProxyLimits(
+            max_connections=self.max_connections,
+            max_bytes=self.max_bytes,
+            max_connection_seconds=self.max_connection_seconds,
+            resolve=dict(self.resolve),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class DeploymentOptions:
     """Where this worker's memory and runs live, which host it is, and what the
     Temporal server offers: the facts that must agree across every worker of one
@@ -164,3 +219,29 @@ class DeploymentOptions:
     #: the workflows then index themselves by them (upserting unregistered ones would
     #: fail their tasks) and dreaming finds runs by them.
     search_attributes_registered: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrivacyOptions:
+    """How lw's workflow and activity payloads are kept from whoever reads Temporal's
+    histories (its database, archives, exports, the UI): sealed per run tree, so that
+    ``lw-temporal forget`` makes a tree's payloads unreadable wherever they were copied.
+
+    On by default; ``encrypt=False`` is the explicit choice to store them readable.
+    Every worker, client and codec server of a deployment must share one key store.
+    """
+
+    #: Seal every payload (AES-256-GCM) with its run tree's key.
+    encrypt: bool = True
+    #: Where the keys live; ``None``: one file per tree under the memory root's
+    #: ``.lw/keys/`` (mode 0600). Give a ``KeyStore`` backed by your KMS in production.
+    key_store: KeyStore | None = None
+    #: How long a process uses a key it read before reading it again: a key shredded
+    #: by ``forget`` stops working in every process within this time.
+    key_cache_seconds: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.key_cache_seconds < 0:
+            raise ValueError(
+                f"PrivacyOptions(key_cache_seconds={self.key_cache_seconds!r}): must be >= 0"
+            )

@@ -9,10 +9,13 @@ model) so that nothing of it travels in workflow inputs.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
@@ -20,24 +23,34 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from ._agent import Bounds, MissingModel, Model, ModelActivities, prefers_local_activity
 from ._agent._recorder import ResultRecorder
+from ._approvals._audit import ApprovalActivities
 from ._bash import BashActivities
 from ._config import LwConfig
 from ._definitions import WorkflowDefinition
 from ._dreaming import DreamingActivities, DreamingWorkflow
+from ._edit import EditActivities
 from ._memory import MemoryActivities, MemoryStores
 from ._memory._capture import bash_committer
 from ._options import (
     BashOptions,
     DeploymentOptions,
     DreamingAgentOptions,
+    EgressOptions,
     MemoryOptions,
     ModelCallOptions,
     OrchestratorOptions,
+    PrivacyOptions,
 )
+from ._privacy import EncryptionCodec, FileKeyStore, KeyRing, default_key_store, with_codec
+from ._privacy._registry import register
 from ._retention import RetentionActivities, ScratchRetentionWorkflow
 from ._telemetry._interceptor import telemetry_interceptors
 from ._topology import host_queue
 from ._workflows import WORKFLOWS
+
+#: How often a running activity's heartbeat details reach the server at most (the live
+#: tree shows a command's newest output from them).
+LIVE_HEARTBEAT_EVERY = timedelta(seconds=2)
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -54,7 +67,12 @@ def _passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
         return dataclasses.replace(
             runner,
             restrictions=runner.restrictions.with_passthrough_modules(
-                "lw_temporal", "pydantic", "pydantic_core", "annotated_types"
+                "lw_temporal",
+                "pydantic",
+                "pydantic_core",
+                "annotated_types",
+                # Approval rules match agent-written commands in workflow code with RE2.
+                "re2",
             ),
         )
     return runner
@@ -86,11 +104,15 @@ class LittleWorkflowPlugin(SimplePlugin):
             context budget of each call.
         orchestrator: the orchestrator's instructions and turn budget.
         bash: output cap, resource limits and span contents of each command.
-        memory: the scanner and the shared stores' quota every memory write passes.
+        memory: the scanner and the shared stores' quota every memory write passes,
+            and the embedder that lets agents' searches rank by meaning.
         dreaming: the dreaming agent's instructions, turn budget and model-free
             consolidator.
         deployment: memory and runs roots, host, host timeout, memory id and whether
             the server has lw's search attributes.
+        privacy: payload encryption per run tree (on by default) and its key store.
+        egress: the egress proxy's limits per command (agents whose definition has a
+            ``NetworkPolicy``) and, for tests only, a resolver override.
     """
 
     def __init__(
@@ -107,6 +129,8 @@ class LittleWorkflowPlugin(SimplePlugin):
         memory: MemoryOptions | None = None,
         dreaming: DreamingAgentOptions | None = None,
         deployment: DeploymentOptions | None = None,
+        privacy: PrivacyOptions | None = None,
+        egress: EgressOptions | None = None,
     ) -> None:
         model_calls = model_calls or ModelCallOptions()
         orchestrator = orchestrator or OrchestratorOptions()
@@ -114,6 +138,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         memory = memory or MemoryOptions()
         dreaming = dreaming or DreamingAgentOptions()
         deployment = deployment or DeploymentOptions()
+        privacy = privacy or PrivacyOptions()
         self.config = LwConfig.create(
             data_dir,
             definitions,
@@ -123,12 +148,20 @@ class LittleWorkflowPlugin(SimplePlugin):
             host_timeout=deployment.host_timeout,
             expected_memory_id=deployment.memory_id,
         )
+        #: The payload codec every client and worker built with this plugin seals with
+        #: (``None`` when ``PrivacyOptions(encrypt=False)``).
+        self.codec: EncryptionCodec | None = None
+        if privacy.encrypt:
+            store = privacy.key_store or default_key_store(self.config.layout)
+            self.codec = EncryptionCodec(KeyRing(store, ttl=privacy.key_cache_seconds))
         activities: list[Callable[..., object]] = []
         #: The admin API of the memory stores (CLI, dreaming promotion, bash capture).
         self.memory = MemoryStores.for_config(
             self.config, scanner=memory.scanner, store_quota=memory.store_quota
         )
-        self.memory_activities = MemoryActivities(self.config, self.memory)
+        self.memory_activities = MemoryActivities(
+            self.config, self.memory, embedder=memory.embedder
+        )
         activities += self.memory_activities.callables
         self.bash_activities = BashActivities(
             self.config,
@@ -136,8 +169,12 @@ class LittleWorkflowPlugin(SimplePlugin):
             output_cap=bash.output_cap,
             limits=bash.limits,
             commit_staged=bash_committer(self.memory),
+            egress=(egress or EgressOptions()).limits(),
         )
         activities += self.bash_activities.callables
+        #: Claude's text editor and memory tool over the same stores and sandbox user.
+        self.edit_activities = EditActivities(self.memory_activities, self.bash_activities.user)
+        activities += self.edit_activities.callables
         workflows: list[type] = list(WORKFLOWS)
         local_activity = model_calls.local_activity
         if local_activity is None:
@@ -170,11 +207,13 @@ class LittleWorkflowPlugin(SimplePlugin):
         activities += self.dreaming_activities.callables
         self.retention_activities = RetentionActivities(self.config)
         activities += self.retention_activities.callables
+        self.approval_activities = ApprovalActivities(self.config)
+        activities += self.approval_activities.callables
         workflows += [DreamingWorkflow, ScratchRetentionWorkflow]
         self.activity_callables: Sequence[Callable[..., object]] = tuple(activities)
         super().__init__(
             PLUGIN_NAME,
-            data_converter=pydantic_data_converter,
+            data_converter=with_codec(pydantic_data_converter, self.codec),
             activities=list(activities),
             workflows=list(workflows),
             workflow_runner=_passthrough,
@@ -201,10 +240,32 @@ class LittleWorkflowPlugin(SimplePlugin):
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         config = super().configure_worker(config)
+        client = config.get("client")
+        if client is not None:
+            self._register_keys(client, config.get("task_queue", ""))
+        # A running command's newest output reaches the live tree through its heartbeat
+        # details, which the SDK sends at most this often.
+        throttle = config.get("max_heartbeat_throttle_interval") or LIVE_HEARTBEAT_EVERY
+        config["max_heartbeat_throttle_interval"] = min(throttle, LIVE_HEARTBEAT_EVERY)
         if self._is_host_queue(config.get("task_queue", "")):
             # The host queue carries activities only; workflows run anywhere.
             config["workflows"] = []
         return config
+
+    def _register_keys(self, client: Client, task_queue: str) -> None:
+        """Say on this host which key store serves the worker's namespace, so a
+        ``lw-temporal`` command run here by a user who can read the keys finds them
+        (:mod:`._privacy._registry`); done as the worker is built, so before it says
+        it is ready; a problem is a warning, never a failed start."""
+        store = None if self.codec is None else self.codec.ring.store
+        if not isinstance(store, FileKeyStore) or self._is_host_queue(task_queue):
+            return
+        target = client.service_client.config.target_host
+        for problem in register(target, client.namespace, task_queue, store):
+            logging.getLogger(__name__).warning(
+                "lw-temporal commands on this host will not find this worker's keys: %s",
+                problem,
+            )
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         """Check the roots before polling; a pinned worker also serves its host queue

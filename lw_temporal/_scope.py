@@ -13,6 +13,7 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
 from ._definitions import DefinitionRegistry, WorkflowDefinition
+from ._egress._policy import NetworkPolicy
 from ._ids import (
     DREAMING_DEFINITION_ID,
     AgentId,
@@ -83,6 +84,9 @@ class Scope:
     mounts: tuple[Mount, ...]
     cwd: PurePosixPath = OWN_SCRATCH
     pipeline_key: str | None = field(default=None)
+    #: The hosts this agent's commands may reach (its definition's policy, when the
+    #: policy names its role); ``None``: no network.
+    network: NetworkPolicy | None = None
     #: The agent's own scratch folder: derived once (every command asks for it).
     own_scratch: Path = field(init=False, repr=False, compare=False)
 
@@ -119,6 +123,10 @@ class Scope:
         if memory:
             lines.append("Memory mounts (filesystem; read with bash):")
             lines += [f"- {m.virtual}/ ({m.mode.value}) — {m.purpose}" for m in memory]
+            lines.append(
+                "Search them with the memory_search tool (best-matching files first, with "
+                "line numbers) before reading files one by one."
+            )
         if scratch:
             if lines:
                 lines.append("")
@@ -126,6 +134,8 @@ class Scope:
             lines += [f"- {m.virtual}/ ({m.mode.value}) — {m.purpose}" for m in scratch]
         lines.append("")
         lines.append(f"Your working directory is {self.cwd}/. Nothing else is visible.")
+        if self.network is not None:
+            lines += ["", self.network.describe()]
         return "\n".join(lines)
 
 
@@ -310,6 +320,7 @@ def derive_scope(
                 "your working area; runs/ holds one file per run to consolidate.",
             )
         )
+    policy = definition.network if definition is not None else None
     return Scope(
         workflow_id=str(agent_id),
         agent_id=agent_id,
@@ -318,4 +329,5 @@ def derive_scope(
         definition=definition,
         mounts=tuple(mounts),
         pipeline_key=key,
+        network=policy if policy is not None and role.value in policy.roles else None,
     )

@@ -33,6 +33,8 @@ Memory:
 - ``SCAN_BLOCKED``: the scanner found content (a secret) it blocks.
 - ``MEMORY_COMMIT_FAILED``: writing a command's changes to the store failed.
 - ``MEMORY_BUSY``: the store's lock stayed held past the wait limit (retried).
+- ``MEMORY_SEARCH_UNAVAILABLE``: memory search needs SQLite's FTS5, which this
+  worker's Python lacks.
 
 Models:
 
@@ -47,9 +49,15 @@ Topology:
 
 - ``WRONG_TOPOLOGY``: an activity of a run whose scratch is on another host.
 - ``HOST_LOST``: a pinned run's host stopped picking up its activities.
+
+Approvals:
+
+- ``APPROVAL_REFUSED``: a decision on an approval request that cannot apply (unknown
+  or already decided request, a decider the rule does not accept, a denial without why).
 """
 
 from ._errors import (
+    APPROVAL_REFUSED,
     CONVERSATION_MISSING,
     HIERARCHY_VIOLATION,
     HOST_LOST,
@@ -61,6 +69,7 @@ from ._errors import (
     MEMORY_NOT_FOUND,
     MEMORY_OUTSIDE_SCOPE,
     MEMORY_READ_ONLY,
+    MEMORY_SEARCH_UNAVAILABLE,
     MODEL_AUTH,
     MODEL_CONTEXT_OVERFLOW,
     MODEL_FAILED,
@@ -84,6 +93,7 @@ from ._errors import (
 )
 
 __all__ = [
+    "APPROVAL_REFUSED",
     "CONVERSATION_MISSING",
     "HIERARCHY_VIOLATION",
     "HOST_LOST",
@@ -95,6 +105,7 @@ __all__ = [
     "MEMORY_NOT_FOUND",
     "MEMORY_OUTSIDE_SCOPE",
     "MEMORY_READ_ONLY",
+    "MEMORY_SEARCH_UNAVAILABLE",
     "MODEL_AUTH",
     "MODEL_CONTEXT_OVERFLOW",
     "MODEL_FAILED",

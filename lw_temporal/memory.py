@@ -19,6 +19,13 @@ What an operator types resolves on the stores, as ``lw-temporal memory`` resolve
 key), ``stores.admin_path(store, "notes.md")``, ``stores.find_version(store, rel,
 "3f2a9c1")``; a name that does not resolve raises :class:`StoreNotFound` saying why.
 
+Search: ``stores.search(notes, "how do we retry deploys")`` ranks a store's files by
+words (BM25, SQLite FTS5), best first, each with its matching lines; agents search
+what their role may read through ``lw.memory.search`` (the ``memory_search`` tool),
+which also ranks by meaning when the worker has an :class:`Embedder`
+(``MemoryOptions(embedder=...)``). Each store's index is kept by its commits and
+counts toward its quota; ``reindex`` builds it again from the files.
+
 Scratch retention (deleting the scratch of runs closed long enough ago) lives here
 too: :class:`RetentionPolicy`, :func:`collect_garbage` and :func:`schedule_retention`.
 
@@ -31,6 +38,7 @@ from ._changes import StoreChange
 from ._memory import (
     ABSENT,
     AuditEntry,
+    Embedder,
     ListEntry,
     ListResult,
     MemoryAppendRequest,
@@ -38,6 +46,8 @@ from ._memory import (
     MemoryListRequest,
     MemoryReadRequest,
     MemoryReplaceRequest,
+    MemorySearchRequest,
+    MemorySearchResult,
     MemoryStores,
     MemoryWriteRequest,
     MutationResult,
@@ -45,6 +55,8 @@ from ._memory import (
     PruneResult,
     ReadResult,
     RedactResult,
+    SearchHit,
+    SearchLine,
     StoreNotFound,
     VersionInfo,
     VersionRetention,
@@ -62,6 +74,7 @@ __all__ = [
     "ABSENT",
     "RETENTION_WORKFLOW",
     "AuditEntry",
+    "Embedder",
     "GcReport",
     "ListEntry",
     "ListResult",
@@ -70,6 +83,8 @@ __all__ = [
     "MemoryListRequest",
     "MemoryReadRequest",
     "MemoryReplaceRequest",
+    "MemorySearchRequest",
+    "MemorySearchResult",
     "MemoryStores",
     "MemoryWriteRequest",
     "MutationResult",
@@ -78,6 +93,8 @@ __all__ = [
     "ReadResult",
     "RedactResult",
     "RetentionPolicy",
+    "SearchHit",
+    "SearchLine",
     "StoreChange",
     "StoreKind",
     "StoreNotFound",

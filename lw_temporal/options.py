@@ -18,18 +18,25 @@ from ._options import (
     BashOptions,
     DeploymentOptions,
     DreamingAgentOptions,
+    EgressOptions,
     MemoryOptions,
     ModelCallOptions,
     OrchestratorOptions,
+    PrivacyOptions,
 )
+from ._privacy import FileKeyStore, KeyStore
 from ._sandbox import Limits
 
 __all__ = [
     "BashOptions",
     "DeploymentOptions",
     "DreamingAgentOptions",
+    "EgressOptions",
+    "FileKeyStore",
+    "KeyStore",
     "Limits",
     "MemoryOptions",
     "ModelCallOptions",
     "OrchestratorOptions",
+    "PrivacyOptions",
 ]

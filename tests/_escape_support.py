@@ -3,14 +3,17 @@ worker step with readable memory, and a way to run raw system calls from inside.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import socket
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import pytest
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._sandbox import landlock_abi
+from lw_temporal._sandbox._seccomp import syscall_number
 from tests._bash_support import BashRunner, bash_worker
 
 WORKER = "pipeline_esc/sub-runs/run_cr@1/steps/step_1"
@@ -57,3 +60,70 @@ def syscall(name: str, expression: str) -> str:
 
 def shell_quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
+
+
+_RAW_PRELUDE = """import ctypes, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+H, TOP = 1 << 32, 0xFFFFFFFF << 32
+_kept = []
+def ptr(data=bytes(64)):
+    buf = ctypes.create_string_buffer(data, len(data))
+    _kept.append(buf)
+    return ctypes.addressof(buf)
+def call(name, nr, *args):
+    me = os.getpid()
+    r = libc.syscall(ctypes.c_long(nr), *(ctypes.c_long(a) for a in args))
+    if os.getpid() != me:
+        os._exit(0)  # a clone that went through: its child leaves at once
+    print(name + '=' + str(0 if r >= 0 else ctypes.get_errno()), flush=True)
+    return r
+"""
+
+
+def raw_calls(
+    probes: Sequence[tuple[str, str, str]], setup: str = "", numbers_of: Sequence[str] = ()
+) -> str:
+    """A shell command that makes each raw call ``(name, syscall, python arguments)``
+    with every argument a full 64-bit register (so high bits reach the filter as they
+    would the kernel), printing ``name=<errno>`` (``name=0`` when it went through).
+    ``setup`` runs first (python; ``ptr(bytes)`` gives a buffer's address, ``N`` maps
+    the probes' calls and ``numbers_of`` to this machine's numbers)."""
+    names = {*numbers_of, *(call for _, call, _ in probes)}
+    numbers = {call: syscall_number(call) for call in sorted(names)}
+    body = _RAW_PRELUDE + f"N = {numbers!r}\n" + setup + "\n"
+    body += "".join(f"call({name!r}, N[{call!r}], {args})\n" for name, call, args in probes)
+    return f"python3 -c {shell_quote(body)}"
+
+
+@contextmanager
+def host_listener() -> Iterator[tuple[int, list[bytes]]]:
+    """A TCP listener on the host's loopback; the list gets what each visitor sent."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.2)
+    hits: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except (TimeoutError, OSError):
+                continue
+            conn.settimeout(1)
+            try:
+                hits.append(conn.recv(64) or b"connected")
+            except OSError:
+                hits.append(b"connected")
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1], hits
+    finally:
+        stop.set()
+        thread.join()
+        server.close()

@@ -14,6 +14,7 @@ real adapters end to end.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
@@ -24,7 +25,15 @@ from typing import Any, cast
 import anthropic
 import httpx2
 import openai
-from anthropic.types import TextBlockParam, ToolParam, ToolResultBlockParam, ToolUseBlockParam
+from anthropic.types import (
+    MemoryTool20250818Param,
+    TextBlockParam,
+    ToolBash20250124Param,
+    ToolParam,
+    ToolResultBlockParam,
+    ToolTextEditor20250728Param,
+    ToolUseBlockParam,
+)
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from openai.types.chat import (
     ChatCompletionAssistantMessageParam,
@@ -39,6 +48,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from lw_temporal import ModelRequest, ModelResponse, Role, ToolCall
 from lw_temporal._agent import Exchange
+from lw_temporal._agent._compaction import COMPACT_NOTE
 from lw_temporal.ids import parse_workflow_id
 from lw_temporal.models import ToolResult
 
@@ -47,11 +57,22 @@ Brain = Callable[[ModelRequest], Awaitable[ModelResponse]]
 _RUN = re.compile(r"You are the (\w+) agent of run (\S+)\. You act")
 #: Words that would mean a tool call or result travelled as chat text.
 _AS_TEXT = ('"tool_use"', '"tool_calls"', '"arguments":', "[bash ok]", "[bash error]")
+#: Claude's client tools as the Messages API documents them: type -> (name, shape).
+NATIVE_TOOLS: dict[str, tuple[str, Any]] = {
+    "bash_20250124": ("bash", ToolBash20250124Param),
+    "text_editor_20250728": ("str_replace_based_edit_tool", ToolTextEditor20250728Param),
+    "memory_20250818": ("memory", MemoryTool20250818Param),
+}
 
 
 def saved(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((DATA / name).read_text())
     return data
+
+
+@functools.cache
+def _adapter(schema: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(schema)
 
 
 def strict(value: object, schema: Any, where: str) -> list[str]:
@@ -61,7 +82,7 @@ def strict(value: object, schema: Any, where: str) -> list[str]:
     allowed = set(schema.__required_keys__) | set(schema.__optional_keys__)
     problems = [f"{where}: unknown field {k!r}" for k in value if k not in allowed]
     try:
-        TypeAdapter(schema).validate_python(value, strict=False)
+        _adapter(schema).validate_python(value, strict=False)
     except ValidationError as err:
         problems.append(f"{where}: {err}".replace("\n", " ")[:400])
     return problems
@@ -115,7 +136,13 @@ class StandIn:
 
     # -- shared ------------------------------------------------------------------------
     def rebuilt(
-        self, system: str, task: str, turns: list[tuple[ModelResponse, list[ToolResult]]]
+        self,
+        system: str,
+        task: str,
+        turns: list[tuple[ModelResponse, list[ToolResult]]],
+        *,
+        summary: str = "",
+        summarize: bool = False,
     ) -> ModelRequest:
         """The ModelRequest a script sees, read back from the wire."""
         match = _RUN.search(system)
@@ -135,6 +162,8 @@ class StandIn:
                 for i, (reply, results) in enumerate(turns)
             ],
             tools=[],
+            summary=summary,
+            summarize=summarize,
         )
 
 
@@ -171,7 +200,7 @@ class AnthropicStandIn(StandIn):
         shallow = {k: v for k, v in body.items() if k not in ("messages", "tools", "system")}
         problems += strict({**shallow, "messages": []}, MessageCreateParamsNonStreaming, "request")
         for i, tool in enumerate(body.get("tools", [])):
-            problems += strict(tool, ToolParam, f"tools[{i}]")
+            problems += self._tool(tool, f"tools[{i}]")
         system = body.get("system", [])
         for i, block in enumerate(system if isinstance(system, list) else []):
             problems += strict(block, TextBlockParam, f"system[{i}]")
@@ -187,6 +216,21 @@ class AnthropicStandIn(StandIn):
         )
         if marks > 4:
             problems.append(f"{marks} cache_control breakpoints (at most 4)")
+        return problems
+
+    @staticmethod
+    def _tool(tool: dict[str, Any], where: str) -> list[str]:
+        """A client tool: one of Claude's own (its type and fixed name, nothing else),
+        or a custom tool with a schema."""
+        kind = tool.get("type")
+        if kind is None or kind == "custom":
+            return strict(tool, ToolParam, where)
+        if kind not in NATIVE_TOOLS:
+            return [f"{where}: unknown tool type {kind!r}"]
+        name, shape = NATIVE_TOOLS[kind]
+        problems = strict(tool, shape, where)
+        if tool.get("name") != name:
+            problems.append(f"{where}: {kind} must be named {name!r}, not {tool.get('name')!r}")
         return problems
 
     def _protocol(self, messages: list[dict[str, Any]]) -> list[str]:
@@ -239,7 +283,10 @@ class AnthropicStandIn(StandIn):
     def understand(self, body: dict[str, Any]) -> ModelRequest:
         system = "".join(b["text"] for b in body["system"])
         messages = body["messages"]
-        task = "".join(b.get("text", "") for b in messages[0]["content"])
+        opening = [b.get("text", "") for b in messages[0]["content"]]
+        task, summary = opening[0], "".join(opening[1:])
+        closing = messages[-1]["content"]
+        summarize = any(b.get("text") == COMPACT_NOTE for b in closing)
         turns: list[tuple[ModelResponse, list[ToolResult]]] = []
         for i in range(1, len(messages), 2):
             blocks = messages[i]["content"]
@@ -263,7 +310,7 @@ class AnthropicStandIn(StandIn):
                 if b["type"] == "tool_result"
             ]
             turns.append((ModelResponse(text=text, tool_calls=calls), results))
-        return self.rebuilt(system, task, turns)
+        return self.rebuilt(system, task, turns, summary=summary, summarize=summarize)
 
     def answer(self, response: ModelResponse) -> dict[str, Any]:
         body = copy.deepcopy(saved("anthropic_message.json"))
@@ -400,7 +447,14 @@ class OpenAIStandIn(StandIn):
                         is_error=text.startswith("ERROR: "),
                     )
                 )
-        return self.rebuilt(messages[0]["content"], messages[1]["content"], turns)
+        summary = ""
+        if len(messages) > 2 and messages[2]["role"] == "user":
+            summary = messages[2]["content"]
+        summarize = messages[-1]["role"] == "user" and messages[-1]["content"] == COMPACT_NOTE
+        return self.rebuilt(
+            messages[0]["content"], messages[1]["content"], turns, summary=summary,
+            summarize=summarize,
+        )  # fmt: skip
 
     def answer(self, response: ModelResponse) -> dict[str, Any]:
         body = copy.deepcopy(saved("openai_chat_completion.json"))

@@ -17,6 +17,7 @@ from lw_temporal._demo import _seed_org_memory
 from lw_temporal.ids import DataLayout
 from workflows.pipeline import DEFINITIONS, sample_model
 
+from ._privacy_support import opened, opened_one
 from .conftest import plugin_client
 
 TASK = "Review and score candidate Dana Reyes for job ABC-123."
@@ -62,20 +63,22 @@ async def history_activities(client: Client, workflow_id: str) -> list[Scheduled
     history = await client.get_workflow_handle(workflow_id).fetch_history()
     for event in history.events:
         summary = (
-            converter.from_payload(event.user_metadata.summary, str)
+            converter.from_payload(await opened_one(client, event.user_metadata.summary), str)
             if event.HasField("user_metadata") and event.user_metadata.HasField("summary")
             else None
         )
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             attrs = event.activity_task_scheduled_event_attributes
-            args = converter.from_payloads(attrs.input.payloads, [dict])[0]
+            args = converter.from_payloads(await opened(client, attrs.input.payloads), [dict])[0]
             item = Scheduled(workflow_id, attrs.activity_type.name, summary, args)
             found[event.event_id] = item
             out.append(item)
         elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
             attrs_c = event.activity_task_completed_event_attributes
             if attrs_c.result.payloads:
-                result = converter.from_payloads(attrs_c.result.payloads, [dict])[0]
+                result = converter.from_payloads(
+                    await opened(client, attrs_c.result.payloads), [dict]
+                )[0]
                 found[attrs_c.scheduled_event_id].result = result
         elif event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
             marker = event.marker_recorded_event_attributes

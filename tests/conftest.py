@@ -7,7 +7,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +22,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, testing
 from lw_temporal.testing import dev_environment, time_skipping_environment
+
+from ._browser_support import CHROMIUM, Browser
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -48,6 +50,16 @@ def searchable_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
         return path
 
     tmp_path_factory.mktemp = mktemp  # type: ignore[method-assign]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Workers register their key stores for the command line to find (README,
+    Privacy) under ``$XDG_STATE_HOME``: the session's own, not the home of whoever runs
+    the tests."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state-home")))
+        yield
 
 
 @pytest_asyncio.fixture(scope="session")
@@ -106,3 +118,16 @@ class Traces:
 @pytest.fixture
 def traces() -> Traces:
     return Traces()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def browser() -> AsyncIterator[Browser]:
+    """One headless Chromium for the session's page tests (``make setup`` installs
+    Debian's ``chromium``; without it these tests are skipped, saying so)."""
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"{CHROMIUM} is missing: run make system-deps (apt-get install chromium)")
+    started = await Browser.start()
+    try:
+        yield started
+    finally:
+        await started.close()

@@ -11,6 +11,7 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from temporalio.client import (
     Client,
     ScheduleActionExecutionStartWorkflow,
@@ -68,8 +69,9 @@ def outside_own_store(layout: DataLayout) -> dict[str, bytes]:
 
 
 async def test_scheduled_dream_then_cli_show_approve_and_reject(
-    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("LW_DATA_DIR", str(data_dir))  # the CLI opens payloads with its keys
     layout = DataLayout.at(data_dir)
     plugin = LittleWorkflowPlugin(data_dir, DEFINITIONS, model=sample_model())
     client = plugin_client(dev_env, plugin)

@@ -29,6 +29,7 @@ from lw_temporal import (
     MemoryConfig,
     WorkflowDefinition,
 )
+from lw_temporal._sandbox._seccomp import syscall_number
 from tests._bash_support import bash_worker, snapshot
 
 WORKER = "pipeline_esc/sub-runs/run_cr@1/steps/step_1"
@@ -104,6 +105,17 @@ def _hostname_hidden(world: World, result: BashResult) -> None:
 def _caps_empty(world: World, result: BashResult) -> None:
     lines = [ln for ln in result.stdout.splitlines() if ln.startswith("Cap")]
     assert lines and all(ln.split()[1] == "0000000000000000" for ln in lines), lines
+
+
+def _high_family_connect(address: str) -> str:
+    """Connect to a unix ``address`` through a socket made by the raw call with a
+    high bit in its family (``AF_UNIX | 1 << 32``, which the kernel reads as AF_UNIX)."""
+    return (
+        'python3 -c "import ctypes, socket; l = ctypes.CDLL(None); l.syscall.restype = ctypes.c_long; '
+        f"fd = l.syscall(ctypes.c_long({syscall_number('socket')}), ctypes.c_long(1 | 1 << 32), "
+        "ctypes.c_long(1), ctypes.c_long(0)); s = socket.socket(fileno=fd); "
+        f"s.connect('{address}'); s.send(b'x')\""
+    )
 
 
 def _write_ro(mount: str) -> Callable[[World], str]:
@@ -229,6 +241,19 @@ ATTEMPTS: list[Attempt] = [
         lambda w: (
             f"python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('\\0{w.abstract_name}'); s.send(b'x')\""
         ),
+        _no_unix,
+    ),
+    (
+        "tcp-fastopen",
+        lambda w: (
+            f"python3 -c \"import socket; socket.socket().sendto(b'x', socket.MSG_FASTOPEN, ('127.0.0.1', {w.tcp_port}))\""
+        ),
+        _no_tcp,
+    ),
+    ("unix-path-high-family", lambda w: _high_family_connect(w.unix_path), _no_unix),
+    (
+        "unix-abstract-high-family",
+        lambda w: _high_family_connect(f"\\0{w.abstract_name}"),
         _no_unix,
     ),
     ("net-devices", lambda w: "cat /proc/net/dev", _only_loopback),

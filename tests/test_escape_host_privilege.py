@@ -22,6 +22,9 @@ ATTACKS = [
     "mknod null c 1 3; mknod disk b 8 0; mkfifo fifo",
     "python3 -c 'import os; os.open(\"s\", os.O_CREAT | os.O_WRONLY, 0o4755)'",
     "python3 -c 'import os; os.mkdir(\"sd\", 0o2755)'",
+    # an unnamed file made setuid at creation, then given a name
+    'python3 -c \'import ctypes, os; fd = os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o4755); '
+    'ctypes.CDLL(None).linkat(-100, f"/proc/self/fd/{fd}".encode(), -100, b"t", 0x400)\'',
 ]
 
 

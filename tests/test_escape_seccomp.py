@@ -1,7 +1,9 @@
 """Escape class: kernel interfaces beyond files. Every call Docker's default profile
 and the agent sandboxes deny is refused by the seccomp filter on both backends (the
-filter's own EPERM/ENOSYS, not a later check), and on Landlock also every socket and
-IPC kind Landlock cannot police. On the host: the worker's limits, its SysV IPC and
+filter's own EPERM/ENOSYS, not a later check), every socket family and protocol
+outside the backend's allow list, and on Landlock also every socket and IPC kind
+Landlock cannot police (IP sockets, unix sockets but stream pairs, bind and listen,
+renicing other processes of the uid). On the host: the worker's limits, its SysV IPC and
 its health are unchanged."""
 
 from __future__ import annotations
@@ -44,18 +46,30 @@ EVERYWHERE = [
     ("personality", "libc.syscall(135, 0x0040000)", EPERM),
     ("tiocsti", "fcntl.ioctl(0, 0x5412, b'x')", EPERM),
     ("tioclinux", "fcntl.ioctl(0, 0x541C, b'x')", EPERM),
+    ("tiocsetd", "fcntl.ioctl(0, 0x5423, bytes(4))", EPERM),
     ("vsock", "socket.socket(40, socket.SOCK_STREAM)", EPERM),
     ("netlink", "socket.socket(16, socket.SOCK_RAW, 0)", EPERM),
     ("packet", "socket.socket(17, socket.SOCK_RAW, 0)", EPERM),
+    ("alg", "socket.socket(38, socket.SOCK_SEQPACKET, 0)", EPERM),
+    ("xdp", "socket.socket(44, socket.SOCK_RAW, 0)", EPERM),
+    ("netlink-pair", "socket.socketpair(16, socket.SOCK_RAW, 0)", EPERM),
+    ("raw-ip", "socket.socket(2, socket.SOCK_RAW, 255)", EPERM),
+    ("icmp", "socket.socket(2, socket.SOCK_DGRAM, 1)", EPERM),
+    ("sctp", "socket.socket(2, socket.SOCK_STREAM, 132)", EPERM),
+    ("mptcp", "socket.socket(2, 1, 262)", EPERM),
 ]
 #: What Landlock cannot police, refused there too.
 LANDLOCK_ONLY = [
-    ("mptcp", "socket.socket(2, 1, 262)", EPERM),
+    ("tcp", "socket.socket(2, socket.SOCK_STREAM)", EPERM),
+    ("tcp6", "socket.socket(10, socket.SOCK_STREAM)", EPERM),
     ("udp", "socket.socket(2, socket.SOCK_DGRAM)", EPERM),
     ("udp6", "socket.socket(10, socket.SOCK_DGRAM)", EPERM),
-    ("icmp", "socket.socket(2, socket.SOCK_DGRAM, 1)", EPERM),
     ("unix", "socket.socket(1, socket.SOCK_STREAM)", EPERM),
-    ("listen-autobind", "socket.socket(2, socket.SOCK_STREAM).listen(1)", EPERM),
+    ("unix-dgram-pair", "socket.socketpair(1, socket.SOCK_DGRAM)", EPERM),
+    ("bind-abstract", "socket.socketpair()[0].bind(b'\\0lw-squat')", EPERM),
+    ("listen", "socket.socketpair()[0].listen(1)", EPERM),
+    ("setpriority-user", "libc.syscall(141, 2, 0, 19)", EPERM),
+    ("ioprio-user", "libc.syscall(251, 3, 0, 0)", EPERM),
     ("shmget", "libc.syscall(29, 0, 4096, 0o1600)", EPERM),
     ("semget", "libc.syscall(64, 0, 1, 0o1600)", EPERM),
     ("msgget", "libc.syscall(68, 0, 0o1600)", EPERM),

@@ -32,6 +32,7 @@ from lw_temporal.options import DeploymentOptions, ModelCallOptions
 from lw_temporal.testing import ScriptedModel, tool
 
 from ._hierarchy_support import lw_worker
+from ._privacy_support import opened_one
 
 ROLE_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_ROLE)
 DEFINITION_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_DEFINITION)
@@ -206,7 +207,7 @@ async def _first_model_task(client: Client, workflow_id: str) -> str:
     for event in history.events:
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             payload = event.activity_task_scheduled_event_attributes.input.payloads[0]
-            task: str = json.loads(payload.data)["task"]
+            task: str = json.loads((await opened_one(client, payload)).data)["task"]
             return task
     raise AssertionError("no model call")
 

@@ -1,5 +1,6 @@
 """Recorded histories of every lw workflow replay on today's code through the plugin's
-``Replayer``, and a change to workflow code that is not replay-safe is caught.
+``Replayer`` (its payload codec on, passing the recordings' plain payloads through), and
+a change to workflow code that is not replay-safe is caught.
 
 Re-record after an intended, versioned change with ``LW_RECORD_HISTORIES=1 pytest
 tests/test_replay_histories.py`` and commit ``tests/histories/``.
@@ -25,6 +26,7 @@ from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin, ToolCall
 from lw_temporal._plugin import _passthrough
 from lw_temporal._workflows import Planner
 from lw_temporal.ids import AgentId
+from lw_temporal.options import PrivacyOptions
 from workflows.pipeline import DEFINITIONS, sample_model
 
 from ._hierarchy_support import lw_worker
@@ -54,7 +56,12 @@ def _load(name: str) -> WorkflowHistory:
 async def test_record_histories(
     dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
 ) -> None:
-    async with lw_worker(dev_env, data_dir, task_queue, DEFINITIONS, sample_model()) as client:
+    # Recorded in the clear: the fixtures stay readable and need no key to replay
+    # (sealed histories replay in test_privacy_replay).
+    clear = PrivacyOptions(encrypt=False)
+    async with lw_worker(
+        dev_env, data_dir, task_queue, DEFINITIONS, sample_model(), privacy=clear
+    ) as client:
         await client.execute_workflow(
             "lw.Orchestrator", AgentInput(), id=str(PIPELINE), task_queue=task_queue
         )

@@ -1,13 +1,18 @@
 """Fail closed: each backend proves its guarantees before serving, and a backend that
-lost one (no seccomp filter, an open network, a writable read-only mount, commands as
-host root) is refused with the reason. The weakened backends are real bwrap command
-lines with one guarantee taken out."""
+lost one (no seccomp filter, a filter other than the sandbox's, an open network, a
+writable read-only mount, commands as host root) is refused with the reason. The
+weakened backends are real bwrap and Landlock launches with one guarantee taken out."""
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import errno
+import json
 import os
 from pathlib import Path
 
+import pyseccomp
 import pytest
 
 from lw_temporal._sandbox import (
@@ -17,10 +22,12 @@ from lw_temporal._sandbox import (
     SandboxSpec,
     SandboxUnavailable,
     SandboxUser,
+    _seccomp,
     self_test,
 )
 from lw_temporal._sandbox._backends import Launch
 from lw_temporal._sandbox._landlock import landlock_abi
+from lw_temporal._sandbox._selftest import _filter_failures
 
 
 def user() -> SandboxUser | None:
@@ -85,3 +92,51 @@ async def test_a_weakened_backend_is_refused(
 async def test_commands_as_host_root_are_refused(tmp_path: Path) -> None:
     with pytest.raises(SandboxUnavailable, match="commands run as host root"):
         await self_test(BwrapBackend(), tmp_path, None, Limits())
+
+
+class _ContainerFilter(BwrapBackend):
+    """Loads a filter that makes ``Seccomp: 2`` true but is not the sandbox's (as a
+    container runtime's profile would): it denies ptrace only."""
+
+    def seccomp_fd(self) -> int:
+        rules = pyseccomp.SyscallFilter(pyseccomp.ALLOW)
+        rules.add_rule(pyseccomp.ERRNO(errno.EPERM), "ptrace")
+        fd = os.memfd_create("other-filter")
+        with os.fdopen(os.dup(fd), "wb") as sink:
+            rules.export_bpf(sink)
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+
+
+class _NamespacesFilterOnLandlock(LandlockBackend):
+    """Landlock loading bwrap's filter, which allows IP sockets (its namespace is empty;
+    Landlock's is the host's)."""
+
+    def launch(self, spec: SandboxSpec, args_fd: int, report_fd: int) -> Launch:
+        launch = super().launch(spec, args_fd, report_fd)
+        payload = json.loads(launch.payload or b"{}")
+        program = _seccomp.bpf(_seccomp.Profile.NAMESPACES)
+        payload["seccomp"] = base64.b64encode(program).decode()
+        return dataclasses.replace(launch, payload=json.dumps(payload).encode())
+
+
+async def test_a_filter_other_than_the_sandboxs_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(SandboxUnavailable) as refused:
+        await self_test(_ContainerFilter(), tmp_path, user(), Limits())
+    for call in ("socket(AF_VSOCK | 1 << 32)", "sendto(MSG_FASTOPEN)", "KEEP_SIZE"):
+        assert call in str(refused.value), refused.value
+
+
+@pytest.mark.skipif(landlock_abi() < 6, reason="needs Landlock ABI 6+")
+async def test_landlock_with_ip_sockets_is_refused(tmp_path: Path) -> None:
+    backend = _NamespacesFilterOnLandlock()
+    backend.check()
+    with pytest.raises(SandboxUnavailable, match=r"refuse socket\(AF_INET, SOCK_STREAM\)"):
+        await self_test(backend, tmp_path, user(), Limits())
+
+
+def test_a_view_without_python3_fails_naming_the_fix(tmp_path: Path) -> None:
+    """Nothing else in a system view makes a raw call: without python3 the filter's
+    own rules are unproven, and the backend is refused (fail closed)."""
+    (failure,) = _filter_failures(b"Seccomp:2\nno-python3\nprobe-done\n", tmp_path, False)
+    assert "no python3 in the system view" in failure and "apt-get install" in failure

@@ -11,10 +11,16 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from lw_temporal import LittleWorkflowPlugin, ModelResponse, Role, WorkflowDefinition
-from lw_temporal.options import DeploymentOptions, ModelCallOptions
+from lw_temporal.options import (
+    DeploymentOptions,
+    FileKeyStore,
+    ModelCallOptions,
+    PrivacyOptions,
+)
 from lw_temporal.testing import ScriptedModel, tool
 
 from ._hierarchy_support import lw_worker
+from ._privacy_support import opened_one
 
 BETA = WorkflowDefinition(id="beta", max_turns=5)
 MODEL = ScriptedModel(
@@ -50,14 +56,19 @@ async def test_a_tree_replays_with_the_settings_it_started_with(
             for workflow_id in (planner, step)
         ]
     started = histories[1].events[0].workflow_execution_started_event_attributes
-    inherited = json.loads(started.input.payloads[0].data)["settings"]
+    inherited = json.loads((await opened_one(client, started.input.payloads[0])).data)["settings"]
     assert (inherited["local_model"], inherited["index_search_attributes"]) == (True, True)
     assert inherited["max_turns"] == {"beta": 5}
 
     # Another worker: regular model activities, no search attributes, a budget of one
     # turn. Re-reading its settings would schedule activities where the history has
     # local ones and stop the planner after one turn.
-    other = LittleWorkflowPlugin(tmp_path, [BETA.model_copy(update={"max_turns": 1})])
+    # (It shares the deployment's key store, as every worker of one must.)
+    other = LittleWorkflowPlugin(
+        tmp_path,
+        [BETA.model_copy(update={"max_turns": 1})],
+        privacy=PrivacyOptions(key_store=FileKeyStore(data_dir / ".lw" / "keys")),
+    )
     replayer = Replayer(workflows=[], plugins=[other])
     for history in histories:
         result = await replayer.replay_workflow(history, raise_on_replay_failure=False)

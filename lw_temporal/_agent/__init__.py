@@ -40,7 +40,7 @@ from ._scripted import (
     prefers_local_activity,
     tool,
 )
-from ._tools import REGISTRY, TOOLS, Rendered, Tool, ToolKind, tool_for, tools_for
+from ._tools import REGISTRY, TOOLS, Offer, Rendered, Tool, ToolKind, tool_for, tools_for
 
 __all__ = [
     "DEFAULT_CONTEXT_BUDGET",
@@ -61,6 +61,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelTurn",
+    "Offer",
     "Progress",
     "Rendered",
     "ScriptKey",

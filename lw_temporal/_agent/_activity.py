@@ -3,7 +3,8 @@
 Workflow code sends ``lw.model`` the new results of a turn (a :class:`ModelTurn`); the
 activity adds what only the worker may know (the mount description derived from
 ``activity.info()``, the definition's instructions, the tools of the role, the whole
-conversation from the worker-side store, fitted to the context budget), asks the
+conversation from the worker-side store, fitted to the context budget, its older turns
+compacted into a summary the model writes once clearing no longer leaves room), asks the
 :class:`Model`, records the reply as the turn's file and returns it. Its input and its
 output are what is new in the turn, never a re-sent conversation.
 """
@@ -14,29 +15,50 @@ import asyncio
 import contextlib
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 from pydantic import Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from .._config import LwConfig
+from .._edit import memory_lines
 from .._errors import CONVERSATION_MISSING, MODEL_CONTEXT_OVERFLOW, MODEL_FAILED, lw_error
 from .._ids import Role
 from .._scope import Scope
+from ._compaction import (
+    COMPACTED_FOLDER,
+    keep_from,
+    model_free_summary,
+    summary_block,
+    summary_cap,
+    transcript,
+)
 from ._conversation import (
+    BYTES_PER_TOKEN,
     DEFAULT_CONTEXT_BUDGET,
     ConversationMissing,
     ConversationStore,
+    Summary,
     TurnRecord,
     exchanges_of,
     fit,
     tokens,
 )
 from ._io import ORCHESTRATOR_MAX_TURNS, Bounds, WorkerSettings
-from ._protocol import Exchange, Model, ModelRequest, ModelResponse, ToolResult, Wire
+from ._protocol import (
+    Exchange,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ToolResult,
+    ToolSpec,
+    Usage,
+    Wire,
+)
 from ._recorder import recorded, tool_activity_id
 from ._replies import normalized
-from ._tools import tools_for
+from ._tools import clip, tools_for
 
 MODEL_ACTIVITY = "lw.model"
 SETTINGS_ACTIVITY = "lw.settings"
@@ -118,6 +140,9 @@ class ModelActivities:
         self.orchestrator_bounds = orchestrator_bounds or WorkerSettings().orchestrator_bounds
         self.context_budget_tokens = context_budget_tokens
         self.conversations = ConversationStore(config.layout.local_state / "conversations")
+        #: The model is sent the provider's native tools (``AnthropicModel``'s
+        #: ``native_tools``), whose definitions are the provider's, not lw's schemas.
+        self.native_tools = bool(getattr(model, "native_tools", False))
 
     @property
     def callables(self) -> tuple[Callable[..., object], ...]:
@@ -129,6 +154,7 @@ class ModelActivities:
             local_model=self.local_activity,
             orchestrator_max_turns=self.orchestrator_max_turns,
             max_turns={d.id: d.max_turns for d in self.config.definitions.values()},
+            approvals={d.id: d.approvals for d in self.config.definitions.values() if d.approvals},
             dreaming_max_turns=self.dreaming_max_turns,
             bounds={
                 d.id: Bounds(
@@ -165,12 +191,20 @@ class ModelActivities:
         definition = scope.definition
         return ("" if definition is None else definition.instructions), {}
 
-    def request_for(self, scope: Scope, turn: ModelTurn, records: list[TurnRecord]) -> ModelRequest:
-        """The whole request of a turn, fitted into the context budget."""
+    def request_for(
+        self,
+        scope: Scope,
+        turn: ModelTurn,
+        records: list[TurnRecord],
+        summary: Summary | None = None,
+    ) -> tuple[ModelRequest, bool]:
+        """The whole request of a turn, fitted into the context budget (the turns a
+        ``summary`` covers replaced by it), and whether it should be compacted."""
         instructions, available = self._prompt_parts(scope)
         # The budget the model is told is the one the workflow enforces: one policy.
         max_turns = self.worker_settings().turns_for(scope.role, scope.agent_id.definition_id)
         task = records[0].task if records else turn.task
+        lines = memory_lines(scope)
         request = ModelRequest(
             role=scope.role,
             workflow_id=scope.workflow_id,
@@ -182,6 +216,14 @@ class ModelActivities:
             task=task,
             tools=[t.spec() for t in tools_for(scope.role)],
             available_workflows=available,
+            summary="" if summary is None else summary_block(summary.text, summary.upto),
+            memories=(
+                "Claude's memory tool sees the memory mounts under /memories (the same "
+                "files, the same modes), and its text editor edits files of any mount:\n"
+                + "\n".join(lines)
+            )
+            if lines
+            else "",
         )
         left = max_turns - turn.turn
         if left <= TURNS_WARNING:
@@ -189,18 +231,51 @@ class ModelActivities:
                 f"{left} turn{'s' if left != 1 else ''} left of {max_turns}: wrap up and "
                 "call finish."
             )
+        native = self.native_tools
         fixed = (
-            len(request.system_prompt().encode())
+            len(request.system_prompt(native_tools=True).encode())
             + len(task.encode())
-            + sum(len(str(t.parameters)) + len(t.description) for t in request.tools)
+            + len(request.summary.encode())
+            + sum(_tool_bytes(t, native) for t in request.offered(native=native))
         )
-        history = exchanges_of(records, turn.results)
-        history, cleared = fit(
-            history, fixed, self.context_budget_tokens, lambda r: _save_cleared(scope, r)
+        history = exchanges_of(records, turn.results)[0 if summary is None else summary.upto :]
+        fitted = fit(history, fixed, self.context_budget_tokens, lambda r: _save_cleared(scope, r))
+        request.history = fitted.exchanges
+        request.cleared_results = fitted.cleared
+        request.stable_results = fitted.stable
+        return request, fitted.compact and (summary is None or summary.made_at < turn.turn)
+
+    def _room(self, request: ModelRequest) -> int:
+        used = len(request.system_prompt(native_tools=True).encode()) + len(request.task.encode())
+        return max(self.context_budget_tokens * BYTES_PER_TOKEN - used, 0)
+
+    async def _compact(
+        self,
+        scope: Scope,
+        folder: Path,
+        turn: ModelTurn,
+        records: list[TurnRecord],
+        request: ModelRequest,
+        summary: Summary | None,
+    ) -> Summary:
+        """Ask the model to summarise the conversation, keep the newest turns verbatim
+        and record the summary; the compacted turns are saved in full in scratch."""
+        first = 0 if summary is None else summary.upto
+        full = exchanges_of(records, turn.results)
+        room = self._room(request)
+        upto = first + keep_from(full[first:], room)
+        if upto <= first:
+            upto = min(first + 1, len(full) - 1)
+        asked = request.model_copy(update={"summarize": True, "notes": []})
+        response = await self._ask(asked)
+        text = response.text.strip() or model_free_summary(request.summary, full[first:upto])
+        usage = (
+            response.usage if response.usage.model_calls else response.usage + Usage(model_calls=1)
         )
-        request.history = history
-        request.cleared_results = cleared
-        return request
+        _save_transcript(scope, full[first:upto])
+        made = Summary(made_at=turn.turn, upto=upto, text=clip(text, summary_cap(room)),
+                       usage=usage)  # fmt: skip
+        return self.conversations.put_summary(folder, made)
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def run_turn(self, turn: ModelTurn) -> ModelResponse:
@@ -225,7 +300,11 @@ class ModelActivities:
             ) from None
         if turn.digests:
             turn = turn.model_copy(update={"results": self._recorded(scope, turn, records)})
-        request = self.request_for(scope, turn, records)
+        summary = self.conversations.summary(folder, turn.turn)
+        request, compact = self.request_for(scope, turn, records, summary)
+        if compact:
+            summary = await self._compact(scope, folder, turn, records, request, summary)
+            request, _ = self.request_for(scope, turn, records, summary)
         if tokens(len(request.model_dump_json().encode())) > self.context_budget_tokens * 2:
             raise lw_error(
                 MODEL_CONTEXT_OVERFLOW,
@@ -235,6 +314,9 @@ class ModelActivities:
             )
         response = await self._ask(request)
         reply = normalized(response, turn.turn)
+        if summary is not None and summary.made_at == turn.turn:
+            # The summarising call is part of this turn's cost.
+            reply = reply.model_copy(update={"usage": reply.usage + summary.usage})
         record = TurnRecord(
             turn=turn.turn,
             task=request.task if turn.turn == 0 else "",
@@ -299,6 +381,32 @@ def _save_cleared(scope: Scope, result: ToolResult) -> str:
         tmp.write_text(result.text, encoding="utf-8", errors="surrogateescape")
         tmp.replace(path)
     return f"/mnt/scratch/own/context-cleared/{name}"
+
+
+#: Input tokens the provider adds for each of its native tools (its documented
+#: tool-use overhead: bash 245, the text editor 700; the memory tool taken as the editor).
+NATIVE_TOOL_TOKENS = {"bash_20250124": 245, "text_editor_20250728": 700, "memory_20250818": 700}
+
+
+def _tool_bytes(spec: ToolSpec, native: bool) -> int:
+    """What a tool's definition adds to every request, in budget bytes."""
+    if native and spec.native in NATIVE_TOOL_TOKENS:
+        return NATIVE_TOOL_TOKENS[spec.native] * BYTES_PER_TOKEN
+    return len(str(spec.parameters)) + len(spec.description)
+
+
+def _save_transcript(scope: Scope, exchanges: list[Exchange]) -> None:
+    """The compacted turns in full, where the summary says they are."""
+    if not exchanges:
+        return
+    folder = scope.own_scratch / COMPACTED_FOLDER
+    path = folder / f"turns-{exchanges[0].turn + 1}-{exchanges[-1].turn + 1}.md"
+    if path.exists():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(transcript(exchanges), encoding="utf-8", errors="surrogateescape")
+    tmp.replace(path)
 
 
 async def _heartbeat_forever() -> None:

@@ -18,11 +18,12 @@ import os
 import tempfile
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ._protocol import Exchange, ModelResponse, ToolCall, ToolResult
+from ._protocol import Exchange, ModelResponse, ToolCall, ToolResult, Usage
 
 #: Conservative bytes per token for the budget estimate (English text and JSON run at
 #: about 4; code and non-Latin scripts lower).
@@ -42,6 +43,16 @@ class TurnRecord(BaseModel):
     reply: ModelResponse
 
 
+class Summary(BaseModel):
+    """A compaction: at turn ``made_at`` the turns before ``upto`` were replaced by
+    ``text``, a summary the model wrote (``usage`` is what writing it cost)."""
+
+    made_at: int
+    upto: int
+    text: str
+    usage: Usage = Field(default_factory=Usage)
+
+
 class ConversationMissing(Exception):
     """Turn files the activity needs are absent: the workflow must resend them."""
 
@@ -57,6 +68,7 @@ class ConversationStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._cache: OrderedDict[Path, list[TurnRecord]] = OrderedDict()
+        self._summaries: dict[Path, list[Summary]] = {}
 
     def folder(self, segments: Sequence[str], conversation: str) -> Path:
         return self.root.joinpath(*segments, conversation)
@@ -87,31 +99,42 @@ class ConversationStore:
 
     def put(self, folder: Path, record: TurnRecord) -> TurnRecord:
         """Write a turn once; when another attempt got there first, return its record."""
-        folder.mkdir(parents=True, exist_ok=True)
         target = self._file(folder, record.turn)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".turn-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(record.model_dump_json().encode())
-                out.flush()
-                os.fsync(out.fileno())
-            try:
-                os.link(tmp, target)
-            except FileExistsError:
-                existing = self.get(folder, record.turn)
-                if existing is not None:
-                    return existing
-                os.replace(tmp, target)  # a damaged file: the new record replaces it
-                tmp = ""
-        finally:
-            if tmp:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
+        if not _write_once(target, record.model_dump_json().encode()):
+            existing = self.get(folder, record.turn)
+            if existing is not None:
+                return existing
+            _write_once(target, record.model_dump_json().encode(), replace=True)  # damaged
         return record
+
+    def summary(self, folder: Path, turn: int) -> Summary | None:
+        """The newest summary made at or before ``turn`` (compaction), if any."""
+        cached = self._summaries.get(folder)
+        if cached is None:
+            cached = []
+            for path in sorted(folder.glob("summary-*.json")):
+                with contextlib.suppress(OSError, ValidationError, ValueError):
+                    cached.append(Summary.model_validate_json(path.read_bytes()))
+            self._summaries[folder] = cached
+            while len(self._summaries) > _CACHED_CONVERSATIONS:
+                self._summaries.pop(next(iter(self._summaries)))
+        made = [s for s in cached if s.made_at <= turn]
+        return max(made, key=lambda s: s.made_at) if made else None
+
+    def put_summary(self, folder: Path, summary: Summary) -> Summary:
+        """Record a compaction once (first writer wins, like a turn)."""
+        target = folder / f"summary-{summary.made_at:06d}.json"
+        self._summaries.pop(folder, None)
+        if not _write_once(target, summary.model_dump_json().encode()):
+            with contextlib.suppress(OSError, ValidationError, ValueError):
+                return Summary.model_validate_json(target.read_bytes())
+            _write_once(target, summary.model_dump_json().encode(), replace=True)
+        return summary
 
     def forget(self) -> None:
         """Drop the in-process cache (the files stay the source of truth)."""
         self._cache.clear()
+        self._summaries.clear()
 
     def _remember(self, folder: Path, records: list[TurnRecord]) -> None:
         self._cache[folder] = records
@@ -137,6 +160,30 @@ class ConversationStore:
             results = previous.results if previous is not None and exchange is not None else []
             self.put(folder, TurnRecord(turn=turn, task=task if turn == 0 else "", results=results,
                                         reply=reply))  # fmt: skip
+
+
+def _write_once(target: Path, data: bytes, *, replace: bool = False) -> bool:
+    """Write ``target`` atomically unless it exists (``False`` then), or over it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".turn-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        if replace:
+            os.replace(tmp, target)
+            tmp = ""
+            return True
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        if tmp:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
 
 
 CUT_NOTE = (
@@ -196,47 +243,82 @@ def tokens(size: int) -> int:
     return size // BYTES_PER_TOKEN + 1
 
 
+#: Once a conversation is over its budget, its oldest results are cleared until what
+#: it adds to the fixed part (system prompt, tools, task, summary) is down to this share
+#: of the room left: one clearing frees a large batch, so clearings are rare and a
+#: prompt cache keeps hitting between two of them (the idea of the provider's
+#: ``clear_at_least``).
+CLEAR_TO = 0.1
+#: When what no clearing removes (replies, the notes left by cleared results) takes
+#: more than this share of the room, the older turns are compacted into a summary.
+COMPACT_AT = 0.6
+#: Bytes a cleared result's note is counted as (its text names the saved file).
+NOTE_BYTES = 200
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A conversation fitted into the budget.
+
+    ``cleared``: leading results replaced by a note; ``stable``: how many of them the
+    previous turn had cleared already (the prefix up to there is what that turn sent
+    too, so a cache breakpoint there stays valid across this turn's clearing);
+    ``compact``: clearing alone leaves too little room, the older turns should be
+    compacted."""
+
+    exchanges: list[Exchange]
+    cleared: int
+    stable: int
+    compact: bool
+
+
 def fit(
     exchanges: list[Exchange],
     fixed_bytes: int,
     budget_tokens: int,
     save: Callable[[ToolResult], str],
-) -> tuple[list[Exchange], int]:
-    """Clear the oldest tool results until the conversation fits ``budget_tokens``.
+) -> Fitted:
+    """Clear the oldest tool results when the conversation is over ``budget_tokens``.
 
-    The decision is replayed turn by turn with hysteresis (once over budget, clear down
-    to three quarters of it), so the cleared prefix only grows and stays the same for
-    many turns: a provider's prompt cache keeps hitting between clearings. A cleared
-    result is replaced by where its output is saved (``save`` returns that path). The
-    newest turn's results are never cleared. Returns the exchanges and the count cleared.
+    The decision is replayed turn by turn, so the cleared prefix only grows and stays
+    the same between clearings. Once over budget, results are cleared in one batch
+    down to CLEAR_TO of the room (not just under the budget): the next clearing is then
+    many turns away. A cleared result is replaced by where its output is saved
+    (``save`` returns that path). The newest turn's results are never cleared.
     """
     budget = budget_tokens * BYTES_PER_TOKEN
+    room = max(budget - fixed_bytes, 0)
     flat = [(i, j) for i, e in enumerate(exchanges) for j in range(len(e.results))]
     sizes = {(i, j): _size(exchanges[i].results[j].text) + 64 for i, j in flat}
-    cleared = 0  # results cleared, a prefix of `flat`
+    cleared = stable = 0  # results cleared, a prefix of `flat`
+    compact = False
     running = fixed_bytes
     for index, exchange in enumerate(exchanges):
+        stable = cleared
         running += _reply_size(exchange.reply) + _size(exchange.note)
         running += sum(sizes[(index, j)] for j in range(len(exchange.results)))
+        compact = False
         if running <= budget:
             continue
         last_clearable = sum(len(e.results) for e in exchanges[:index])
-        while running > budget * 3 // 4 and cleared < last_clearable:
-            running -= sizes[flat[cleared]] - 320
+        while running > fixed_bytes + room * CLEAR_TO and cleared < last_clearable:
+            running -= max(sizes[flat[cleared]] - NOTE_BYTES, 0)
             cleared += 1
-    if not cleared:
-        return exchanges, 0
-    out = [e.model_copy(update={"results": list(e.results)}) for e in exchanges]
-    for i, j in flat[:cleared]:
-        result = out[i].results[j]
-        where = result.ref or save(result)
-        out[i].results[j] = result.model_copy(
-            update={
-                "text": (
-                    f"[cleared to fit the context budget: this {result.tool} result of turn "
-                    f"{result.turn + 1} was {_size(result.text)} bytes; it is saved in "
-                    f"{where}: read it with sed -n, head -c, tail -c or grep]"
-                )
-            }
-        )
-    return out, cleared
+        # What stays whatever is cleared, the newest results aside (cleared next turn).
+        left = sum(max(sizes[flat[k]] - NOTE_BYTES, 0) for k in range(cleared, len(flat)))
+        compact = index >= 2 and running - left - fixed_bytes > room * COMPACT_AT
+    out = exchanges
+    if cleared:
+        out = [e.model_copy(update={"results": list(e.results)}) for e in exchanges]
+        for i, j in flat[:cleared]:
+            result = out[i].results[j]
+            where = result.ref or save(result)
+            out[i].results[j] = result.model_copy(
+                update={
+                    "text": (
+                        f"[cleared to fit the context budget: {_size(result.text)} bytes, "
+                        f"saved in {where}: re-read it with sed -n, head -c or grep]"
+                    )
+                }
+            )
+    return Fitted(out, cleared, stable, compact)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from .._approvals._records import ApprovalBook, ApprovalRecord, ApprovalRequest
+from .._approvals._rules import ApprovalRule
 from .._definitions import MAX_CHILDREN, MAX_CHILDREN_PER_TURN, MAX_TREE_TURNS
 from .._ids import Role
 from .._topology import HostPin
@@ -53,6 +55,9 @@ class WorkerSettings(BaseModel):
     orchestrator_bounds: Bounds = Field(
         default_factory=lambda: Bounds(tree_turns=ORCHESTRATOR_MAX_TREE_TURNS)
     )
+    #: Approval rules per definition id, of the definitions that have any: a tree keeps
+    #: the rules it started with, as it keeps its turn budgets.
+    approvals: dict[str, tuple[ApprovalRule, ...]] = Field(default_factory=dict)
 
     def turns_for(self, role: Role, definition_id: str | None) -> int:
         if role is Role.DREAMING:
@@ -99,6 +104,8 @@ class AgentState(BaseModel):
     #: whole allotment).
     tree_budget: int | None = None
     tree_used: int = 0
+    #: Approval requests (pending and the newest decided), ids never reused.
+    approvals: ApprovalBook = Field(default_factory=ApprovalBook)
 
 
 class AgentInput(BaseModel):
@@ -133,6 +140,8 @@ class AgentResult(BaseModel):
     children: list[str] = Field(default_factory=list)
     #: Turns of this run and every descendant.
     tree_turns: int = 0
+    #: Tool calls of this run answered as errors (its children's are theirs).
+    failed_tools: int = 0
     #: Tokens this run's own model calls used.
     usage: Usage = Field(default_factory=Usage)
     #: Tokens of this run and every descendant (the pipeline's total at the root).
@@ -154,6 +163,13 @@ class Progress(BaseModel):
     children: list[str] = Field(default_factory=list)
     failed_tools: int = 0
     summary: str | None = None
+    #: The model's latest text (its newest reply, cut to SAID_CAP bytes), for the live
+    #: tree: a query's answer is not part of the history.
+    said: str = ""
     usage: Usage = Field(default_factory=Usage)
     #: This run's usage plus that of its finished children's trees.
     tree_usage: Usage = Field(default_factory=Usage)
+    #: Tool calls waiting for a person, and the newest decisions (``decided_count`` in all).
+    approvals: list[ApprovalRequest] = Field(default_factory=list)
+    decided: list[ApprovalRecord] = Field(default_factory=list)
+    decided_count: int = 0

@@ -29,14 +29,28 @@ class Wire(BaseModel):
     def _without_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if isinstance(data, dict):
-            for name, field in type(self).model_fields.items():
-                if (
-                    name in data
-                    and not field.is_required()
-                    and getattr(self, name) == field.get_default(call_default_factory=True)
-                ):
+            for name, default in _defaults(type(self)).items():
+                if name in data and getattr(self, name) == default:
                     del data[name]
         return data
+
+
+_DEFAULTS: dict[type[BaseModel], dict[str, Any]] = {}
+
+
+def _defaults(cls: type[BaseModel]) -> dict[str, Any]:
+    """The default of each optional field, worked out once per class (pydantic inspects
+    a default factory's signature each time it is asked, which made serializing a long
+    conversation cost milliseconds per turn)."""
+    found = _DEFAULTS.get(cls)
+    if found is None:
+        found = {
+            name: field.get_default(call_default_factory=True)
+            for name, field in cls.model_fields.items()
+            if not field.is_required()
+        }
+        _DEFAULTS[cls] = found
+    return found
 
 
 class ToolCall(Wire):
@@ -129,6 +143,14 @@ class ToolSpec(BaseModel):
     name: str
     description: str
     parameters: dict[str, Any]
+    #: The provider's native tool type, for adapters that send it (see ``_tools.Offer``).
+    native: str | None = None
+    #: ``always``, ``function`` (adapters that send function schemas) or ``native``.
+    offer: str = "always"
+
+    def offered(self, *, native: bool) -> bool:
+        """Whether an adapter that does (or does not) send native tools offers this one."""
+        return self.offer == "always" or self.offer == ("native" if native else "function")
 
     def anthropic(self) -> dict[str, Any]:
         """The tool in the Anthropic Messages API shape."""
@@ -167,10 +189,28 @@ class ModelRequest(BaseModel):
     notes: list[str] = Field(default_factory=list)
     #: How many older tool results were replaced by a pointer to their saved output.
     cleared_results: int = 0
+    #: How many of those the previous turn had cleared already: the conversation up to
+    #: the last of them is what that turn sent too (where a cache breakpoint survives
+    #: this turn's clearing).
+    stable_results: int = 0
+    #: The summary standing in for the turns before ``history`` (compaction), if any.
+    summary: str = ""
+    #: This call asks for that summary: the model answers with text, calling no tool.
+    summarize: bool = False
+    #: The memory mounts as Claude's memory tool names them (``/memories/<x>/``), for
+    #: adapters that send it.
+    memories: str = ""
 
-    def system_prompt(self) -> str:
+    def offered(self, *, native: bool) -> list[ToolSpec]:
+        """The tools an adapter offers: with ``native``, the provider's native tools
+        take the place of the function tools they cover."""
+        return [t for t in self.tools if t.offered(native=native)]
+
+    def system_prompt(self, *, native_tools: bool = False) -> str:
         """The seeds' system prompt: role, instructions, the mount description and the
-        workflows it may start. Stable across turns, so providers can cache it."""
+        workflows it may start. Stable across turns, so providers can cache it.
+        ``native_tools``: the model has Claude's memory tool, so the description also
+        says what ``/memories`` is."""
         parts = [
             f"You are the {self.role.value} agent of run {self.workflow_id}. You act only "
             "through your tools; every tool call gets a result in the next message."
@@ -178,6 +218,8 @@ class ModelRequest(BaseModel):
         if self.instructions:
             parts.append(self.instructions)
         parts.append(self.mounts)
+        if native_tools and self.memories:
+            parts.append(self.memories)
         if self.available_workflows:
             parts.append(
                 "Workflows you can start with plan_workflow:\n"

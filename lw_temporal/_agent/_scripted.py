@@ -9,6 +9,7 @@ from temporalio.exceptions import ApplicationError
 
 from .._errors import MODEL_FAILED, MODEL_NOT_CONFIGURED, lw_error
 from .._ids import Role
+from ._compaction import model_free_summary
 from ._protocol import Model, ModelRequest, ModelResponse, ToolCall
 
 ScriptTurn = Sequence[ToolCall] | Callable[[ModelRequest], Sequence[ToolCall]]
@@ -32,7 +33,7 @@ class ScriptedModel:
     script's ``n``-th entry, a list of tool calls or a function of the request (so a
     worker's commands can depend on its task or on what earlier tools returned). The
     orchestrator's key is ``(None, Role.ORCHESTRATOR)``. A script that runs out
-    finishes the agent."""
+    finishes the agent; asked to summarise for a compaction, it lists the turns."""
 
     #: Answers in-process at once: by default the plugin calls it as a local activity.
     local_activity = True
@@ -41,6 +42,9 @@ class ScriptedModel:
         self.scripts = dict(scripts)
 
     async def next_turn(self, request: ModelRequest) -> ModelResponse:
+        if request.summarize:
+            # Asked to compact: a script has nothing to say, so it lists what happened.
+            return ModelResponse(text=model_free_summary(request.summary, request.history))
         key = (request.definition_id, request.role)
         script = self.scripts.get(key)
         if script is None:

@@ -20,6 +20,13 @@ from pydantic import BaseModel, Field
 
 from .._base import FrozenModel
 from .._bash import BASH_ACTIVITY, BashRequest, BashResult
+from .._edit import (
+    EDIT_ACTIVITY,
+    MEMORY_TOOL_ACTIVITY,
+    EditorRequest,
+    MemoryToolRequest,
+    ToolOutcome,
+)
 from .._ids import Role
 from .._memory import (
     APPEND,
@@ -27,6 +34,7 @@ from .._memory import (
     LIST,
     READ,
     REPLACE,
+    SEARCH,
     WRITE,
     ListResult,
     MemoryAppendRequest,
@@ -34,6 +42,8 @@ from .._memory import (
     MemoryListRequest,
     MemoryReadRequest,
     MemoryReplaceRequest,
+    MemorySearchRequest,
+    MemorySearchResult,
     MemoryWriteRequest,
     MutationResult,
     ReadResult,
@@ -44,6 +54,8 @@ from ._protocol import ToolSpec
 #: what a turn adds to the history stays bounded whatever a store holds.
 MEMORY_READ_BYTES = 64 * 1024
 MEMORY_LIST_LIMIT = 200
+#: Files one ``memory_search`` returns when the model names no limit.
+MEMORY_SEARCH_LIMIT = 10
 #: Default command timeout when the model gives none (lw.bash enforces its own too).
 BASH_DEFAULT_TIMEOUT = 600.0
 #: UTF-8 bytes of a run's task, of a child's task and of a finish summary.
@@ -68,6 +80,16 @@ class ToolKind(StrEnum):
     ACTIVITY = "activity"
     CHILD = "child"
     FINISH = "finish"
+
+
+class Offer(StrEnum):
+    """Which adapters offer a tool: all, those sending function schemas (``memory_*``), or
+    those sending the provider's native tools (which cover ``memory_*``). The loop runs
+    any tool of the role, so a scripted or custom model may call either family."""
+
+    ALWAYS = "always"
+    FUNCTION = "function"
+    NATIVE = "native"
 
 
 @dataclass(frozen=True)
@@ -98,9 +120,20 @@ class Tool(Generic[Req, Res]):
     defaults: Mapping[str, Any] = field(default_factory=dict)
     timeout: Callable[[Req], timedelta] = lambda _: timedelta(seconds=60)
     heartbeat: timedelta | None = None
+    #: The provider's native tool type it is sent as, where the adapter speaks it.
+    native: str | None = None
+    offer: Offer = Offer.ALWAYS
+    #: An answer for calls that need no work (bash's ``restart``), else ``None``.
+    shortcut: Callable[[Mapping[str, Any]], str | None] | None = None
 
     def spec(self) -> ToolSpec:
-        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+        return ToolSpec(
+            name=self.name,
+            description=self.description,
+            parameters=self.parameters,
+            native=self.native,
+            offer=self.offer.value,
+        )
 
     def arguments(self, given: Mapping[str, Any]) -> Req:
         """The validated request; raises pydantic's ValidationError for the model."""
@@ -215,8 +248,40 @@ def _render_list(result: ListResult) -> Rendered:
     return Rendered("\n".join(lines))
 
 
+def _render_search(result: MemorySearchResult) -> Rendered:
+    where = ", ".join(result.searched) or "no memory store"
+    lines = [
+        f"memory_search {result.query!r}: {len(result.hits)} files, best first, ranked "
+        f"{result.ranking}; searched {where}"
+    ]
+    for n, hit in enumerate(result.hits, 1):
+        lines.append(f"{n}. {hit.path} (score {hit.score:.4g})")
+        lines += [f"   {line.number}: {line.text}" for line in hit.lines]
+    if result.omitted:
+        lines.append(
+            f"({result.omitted} more files matched and are not shown: raise limit, or narrow "
+            "the search with stores or path)"
+        )
+    if not result.hits:
+        lines.append("no file matched: try other words a note would use, or memory_list")
+    lines += [f"note: {note}" for note in result.notes]
+    return Rendered("\n".join(lines))
+
+
+def _render_outcome(result: ToolOutcome) -> Rendered:
+    return Rendered(result.text, result.is_error)
+
+
+def _bash_restart(arguments: Mapping[str, Any]) -> str | None:
+    if arguments.get("restart") and not arguments.get("command"):
+        return "The shell has been restarted. (Each command runs in a fresh shell anyway.)"
+    return None
+
+
 _AGENTS = frozenset(Role)
 _MEMORY_TIMEOUT = timedelta(seconds=60)
+#: A store's first search builds its index (seconds for thousands of notes).
+_SEARCH_TIMEOUT = timedelta(minutes=5)
 
 
 def _bash_timeout(request: BashRequest) -> timedelta:
@@ -234,6 +299,9 @@ def _activity_tool(
     *,
     timeout: Callable[[Req], timedelta] = lambda _: _MEMORY_TIMEOUT,
     heartbeat: timedelta | None = None,
+    native: str | None = None,
+    offer: Offer = Offer.ALWAYS,
+    shortcut: Callable[[Mapping[str, Any]], str | None] | None = None,
     **defaults: Any,
 ) -> Tool[Req, Res]:
     """A tool every agent has that one activity runs (bash and the memory tools)."""
@@ -250,6 +318,9 @@ def _activity_tool(
         defaults=defaults,
         timeout=timeout,
         heartbeat=heartbeat,
+        native=native,
+        offer=offer,
+        shortcut=shortcut,
     )
 
 
@@ -277,6 +348,7 @@ def _mutation_tool(
         _render_mutation,
         description + _WRITE_NOTE,
         _schema(required, path=_PATH, **properties, if_sha256=_IF_SHA),
+        offer=Offer.FUNCTION,
     )
 
 
@@ -306,6 +378,8 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
         ),
         timeout=_bash_timeout,
         heartbeat=timedelta(seconds=30),
+        native="bash_20250124",
+        shortcut=_bash_restart,
     ),
     _activity_tool(
         "memory_read",
@@ -325,6 +399,7 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
             ),
         ),
         max_bytes=MEMORY_READ_BYTES,
+        offer=Offer.FUNCTION,
     ),
     _mutation_tool(
         "memory_write",
@@ -369,6 +444,43 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
             ),
         ),
         limit=MEMORY_LIST_LIMIT,
+        offer=Offer.FUNCTION,
+    ),
+    _activity_tool(
+        "memory_search",
+        SEARCH,
+        MemorySearchRequest,
+        MemorySearchResult,
+        _render_search,
+        "Search the memory you can see for the notes that answer a question: the files "
+        "that match best come first, each with its matching lines and their line numbers "
+        "(then read one with memory_read). Ranked by words (BM25; by meaning too when the "
+        "worker has an embedder), so ask with the words a note would use. Searches every "
+        "memory mount unless stores or path narrows it.",
+        _schema(
+            ("query",),
+            query=_prop("string", "What you are looking for, in words a note would use."),
+            limit=_prop(
+                "integer",
+                f"Most files to return (default {MEMORY_SEARCH_LIMIT}, at most 50).",
+                minimum=1,
+                maximum=50,
+            ),
+            stores=_prop(
+                "array",
+                "Only these memory mounts, named as in your mount description without "
+                "/mnt/memory/ (workflow, org, pipeline, peer-workflows/<id>...).",
+                items={"type": "string"},
+            ),
+            path=_prop(
+                "string",
+                "Only files at or below this path under /mnt/memory/, e.g. "
+                "/mnt/memory/workflow/lessons/.",
+            ),
+        ),
+        timeout=lambda _: _SEARCH_TIMEOUT,
+        heartbeat=timedelta(seconds=30),
+        limit=MEMORY_SEARCH_LIMIT,
     ),
     _mutation_tool(
         "memory_delete",
@@ -377,6 +489,32 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
         "Delete a memory file (or a folder with recursive=true).",
         ("path",),
         recursive=_prop("boolean", "Delete a folder and everything in it."),
+    ),
+    _activity_tool(
+        "str_replace_based_edit_tool",
+        EDIT_ACTIVITY,
+        EditorRequest,
+        ToolOutcome,
+        _render_outcome,
+        "Claude's text editor (text_editor_20250728) on the files of your mounts: view a "
+        "file or folder, create a file, str_replace text that occurs once, insert lines. "
+        "/memories/<x>/ is /mnt/memory/<x>/; memory edits are versioned and audited.",
+        EditorRequest.model_json_schema(),
+        native="text_editor_20250728",
+        offer=Offer.NATIVE,
+    ),
+    _activity_tool(
+        "memory",
+        MEMORY_TOOL_ACTIVITY,
+        MemoryToolRequest,
+        ToolOutcome,
+        _render_outcome,
+        "Claude's memory tool (memory_20250818) on your memory stores: /memories/<x>/ is "
+        "/mnt/memory/<x>/, read-only where that mount is. Every change is versioned, "
+        "audited, scanned and within the store's quota.",
+        MemoryToolRequest.model_json_schema(),
+        native="memory_20250818",
+        offer=Offer.NATIVE,
     ),
     Tool(
         name="plan_workflow",

@@ -179,11 +179,21 @@ async def _extract_history(
 async def extract_run(
     client: Client, workflow_id: str, run_id: str, status: str, close_time: datetime | None
 ) -> RunRecord:
-    """The record of one run: its own history plus its steps' (its child workflows')."""
+    """The record of one run: its own history plus its steps' (its child workflows').
+    A run whose tree was forgotten (its payload key shredded) is recorded as such, with
+    nothing of what it did."""
+    from .._privacy import PayloadSealed
+
     out = _RunExtract()
+    forgotten = False
 
     async def decode(payloads: Any) -> list[Any]:
-        return await client.data_converter.decode(payloads)
+        nonlocal forgotten
+        try:
+            return await client.data_converter.decode(payloads)
+        except PayloadSealed:
+            forgotten = True
+            raise
 
     handle = client.get_workflow_handle(workflow_id, run_id=run_id)
     history = await handle.fetch_history()
@@ -196,6 +206,14 @@ async def extract_run(
             out.truncated = True
             continue
         await _extract_history(child_history.events, decode, out, top=False)
+    if forgotten:
+        return RunRecord(
+            workflow_id=workflow_id,
+            run_id=run_id,
+            status=status,
+            close_time=close_time,
+            summary="(this run was forgotten: its history can no longer be read)",
+        )
     return RunRecord(
         workflow_id=workflow_id,
         run_id=run_id,

@@ -1,7 +1,17 @@
 """Memory stores with integrity (versions, audit, quotas, scanning, exactly-once) and
 the ``lw.memory.*`` activities over them."""
 
-from ._activities import APPEND, DELETE, LIST, READ, REPLACE, WRITE, MemoryActivities
+from ._activities import (
+    APPEND,
+    DELETE,
+    LIST,
+    READ,
+    RENAME,
+    REPLACE,
+    SEARCH,
+    WRITE,
+    MemoryActivities,
+)
 from ._manifest import read_manifest, readers
 from ._names import STORE_FORMS, StoreNotFound
 from ._records import (
@@ -14,18 +24,24 @@ from ._records import (
     MemoryDeleteRequest,
     MemoryListRequest,
     MemoryReadRequest,
+    MemoryRenameRequest,
     MemoryReplaceRequest,
+    MemorySearchRequest,
+    MemorySearchResult,
     MemoryWriteRequest,
     MutationResult,
     Provenance,
     PruneResult,
     ReadResult,
     RedactResult,
+    SearchHit,
+    SearchLine,
     StagedChangeResult,
     StagedCommitResult,
     VersionInfo,
     VersionRetention,
 )
+from ._search import Embedder, SearchTarget
 from ._stores import MemoryStores
 
 __all__ = [
@@ -34,10 +50,13 @@ __all__ = [
     "DELETE",
     "LIST",
     "READ",
+    "RENAME",
     "REPLACE",
+    "SEARCH",
     "STORE_FORMS",
     "WRITE",
     "AuditEntry",
+    "Embedder",
     "LedgerRecord",
     "ListEntry",
     "ListResult",
@@ -46,7 +65,10 @@ __all__ = [
     "MemoryDeleteRequest",
     "MemoryListRequest",
     "MemoryReadRequest",
+    "MemoryRenameRequest",
     "MemoryReplaceRequest",
+    "MemorySearchRequest",
+    "MemorySearchResult",
     "MemoryStores",
     "MemoryWriteRequest",
     "MutationResult",
@@ -54,6 +76,9 @@ __all__ = [
     "PruneResult",
     "ReadResult",
     "RedactResult",
+    "SearchHit",
+    "SearchLine",
+    "SearchTarget",
     "StagedChangeResult",
     "StagedCommitResult",
     "StoreNotFound",

@@ -20,9 +20,16 @@ from typing import TypeVar
 from temporalio import activity
 
 from .._config import LwConfig
-from .._errors import MEMORY_OUTSIDE_SCOPE, MEMORY_READ_ONLY, PATH_REJECTED, lw_error
+from .._errors import (
+    INVALID_REQUEST,
+    MEMORY_OUTSIDE_SCOPE,
+    MEMORY_READ_ONLY,
+    PATH_REJECTED,
+    lw_error,
+)
 from .._ids import Role
 from .._scope import MNT, Mount, Scope, StoreKind, StoreRef
+from . import _fs
 from ._records import (
     ListEntry,
     ListResult,
@@ -30,12 +37,16 @@ from ._records import (
     MemoryDeleteRequest,
     MemoryListRequest,
     MemoryReadRequest,
+    MemoryRenameRequest,
     MemoryReplaceRequest,
+    MemorySearchRequest,
+    MemorySearchResult,
     MemoryWriteRequest,
     MutationResult,
     Provenance,
     ReadResult,
 )
+from ._search import Embedder, Query, SearchTarget, run_search
 from ._stores import MemoryStores
 
 READ = "lw.memory.read"
@@ -44,6 +55,8 @@ APPEND = "lw.memory.append"
 REPLACE = "lw.memory.replace"
 LIST = "lw.memory.list"
 DELETE = "lw.memory.delete"
+SEARCH = "lw.memory.search"
+RENAME = "lw.memory.rename"
 
 MEMORY_ROOT = MNT / "memory"
 _HEARTBEAT_EVERY = 5.0
@@ -81,12 +94,21 @@ class MemoryActivities:
 
     ``after_commit`` is a fault-injection hook for tests: called with the activity type
     and attempt after a mutation committed and before the activity returns, it can
-    raise to simulate a worker that died before reporting completion.
+    raise to simulate a worker that died before reporting completion. ``embedder``
+    makes ``lw.memory.search`` rank by meaning as well as by words.
     """
 
-    def __init__(self, config: LwConfig, stores: MemoryStores, *, max_threads: int = 16) -> None:
+    def __init__(
+        self,
+        config: LwConfig,
+        stores: MemoryStores,
+        *,
+        max_threads: int = 16,
+        embedder: Embedder | None = None,
+    ) -> None:
         self.config = config
         self.stores = stores
+        self.embedder = embedder
         self.after_commit: Callable[[str, int], None] | None = None
         self._max_threads = max_threads
         self._executor: ThreadPoolExecutor | None = None
@@ -95,6 +117,8 @@ class MemoryActivities:
     def callables(self) -> tuple[Callable[..., object], ...]:
         return (
             self.read, self.write, self.append, self.replace, self.list_memory, self.delete,
+            self.search,
+            self.rename,
         )  # fmt: skip
 
     # -- activities ---------------------------------------------------------------
@@ -157,6 +181,32 @@ class MemoryActivities:
             ),
         )  # fmt: skip
 
+    @activity.defn(name=RENAME)
+    async def rename(self, request: MemoryRenameRequest) -> MutationResult:
+        """Move a file or folder within its store: versions and audit on both names."""
+        _scope, to_mount, to_rel = await self._resolve(request.new_path, write=True)
+        assert to_mount.store is not None
+        store = to_mount.store
+        return await self._mutation(
+            request.path,
+            lambda t, cancel: self._rename(t, store, to_rel, request.new_path, cancel),
+        )
+
+    def _rename(
+        self, t: _Target, store: StoreRef, rel: str, shown: str, cancel: threading.Event
+    ) -> MutationResult:
+        if store != t.store:
+            raise lw_error(
+                INVALID_REQUEST,
+                f"{t.provenance.who()}: {t.shown} and {shown} are in different memory "
+                "stores; a rename moves within one store (write the new file, then delete "
+                "the old one)",
+            )
+        return self.stores.rename(
+            t.store, t.rel, rel, provenance=t.provenance, shown=t.shown, new_shown=shown,
+            cancel=cancel,
+        )  # fmt: skip
+
     @activity.defn(name=LIST)
     async def list_memory(self, request: MemoryListRequest) -> ListResult:
         """Files and folders below a memory path; ``/mnt/memory`` lists every store
@@ -174,6 +224,50 @@ class MemoryActivities:
         if not below:
             raise self._outside(scope, request.path)
         return await self._run(lambda _c: self._list_many(below, request))
+
+    @activity.defn(name=SEARCH)
+    async def search(self, request: MemorySearchRequest) -> MemorySearchResult:
+        """Ranked hits for a query over the memory the caller's role may read: its
+        memory mounts (all, or those ``stores`` and ``path`` name), never another."""
+        scope = await self.config.activity_scope()
+        targets = self._search_targets(scope, request)
+        embedder = self.embedder
+        query = Query(
+            self.stores, targets, request.query, request.limit,
+            None if embedder is None else embedder.name,
+        )  # fmt: skip
+        return await run_search(query, embedder, self._run)
+
+    def _search_targets(self, scope: Scope, request: MemorySearchRequest) -> list[SearchTarget]:
+        """The stores a search covers: only memory mounts of ``scope``; ``stores``
+        (mount names) and ``path`` (a folder of the view) can only narrow them."""
+        mounts = [m for m in scope.mounts if m.store is not None]
+        if request.stores:
+            by_name = {str(m.virtual.relative_to(MEMORY_ROOT)): m for m in mounts}
+            chosen = []
+            for name in request.stores:
+                key = name.strip().removeprefix(f"{MEMORY_ROOT}/").strip("/")
+                if key not in by_name:
+                    raise self._outside(scope, f"{MEMORY_ROOT}/{key}")
+                chosen.append(by_name[key])
+            mounts = list(dict.fromkeys(chosen))
+        prefix: dict[PurePosixPath, str] = {}
+        if request.path is not None:
+            path = self._virtual(request.path)
+            inside = scope.mount_at(path)
+            if inside is not None and inside.store is not None and inside in mounts:
+                rel = path.relative_to(inside.virtual).as_posix()
+                prefix[inside.virtual] = "/".join(_fs.clean_relative(rel, request.path))
+                mounts = [inside]
+            else:
+                mounts = [m for m in mounts if path == MNT or path in m.virtual.parents]
+            if not mounts:
+                raise self._outside(scope, request.path)
+        return [
+            SearchTarget(m.store, f"{m.virtual}/", prefix.get(m.virtual, ""))
+            for m in sorted(mounts, key=lambda m: str(m.virtual))
+            if m.store is not None
+        ]
 
     # -- helpers ------------------------------------------------------------------------
     def _list_mount(

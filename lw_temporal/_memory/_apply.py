@@ -33,8 +33,8 @@ def apply_record(
     recovering: bool = False,
 ) -> None:
     """Apply one journal record (a batch of commits). ``states`` and ``contents``
-    carry what planning already knows (the new files' hash states and contents) so
-    that applying reads nothing back."""
+    carry what planning already knows (the new versions' hash states and contents, by
+    sha256) so that applying reads nothing back."""
     states = states or {}
     contents = contents or {}
     audit, ledger = files.audit, files.ledger
@@ -124,10 +124,10 @@ def _apply_op(
                 os.ftruncate(file, at + len(data))
             finally:
                 os.close(file)
-            state = states.get(rel) or FileState(sha, at + len(data))
+            state = states.get(sha) or FileState(sha, at + len(data))
         elif kind == "s":
             splice = Splice(int(op["at"]), unb64(op["rm"]), unb64(op["in"]))
-            content = contents.get(rel)
+            content = contents.get(sha)
             if content is None:
                 old = live if live is not None else _fs.read_at(fd, name, shown)
                 if old is None or sha256(old) != prev:
@@ -137,15 +137,15 @@ def _apply_op(
             assert prev is not None
             versions.put_splice(prev, sha, splice)
             _fs.write_atomic_at(fd, name, content, sync=False)
-            state = states.get(rel) or FileState(sha, len(content))
+            state = states.get(sha) or FileState(sha, len(content))
         else:
-            content = contents.get(rel)
+            content = contents.get(sha)
             if content is None:
                 content = unb64(op["d"])
             if prev is not None and _fs.kind_at(fd, name) == "file":
                 versions.keep_file(prev, fd, name)
             _fs.write_atomic_at(fd, name, content, sync=False)
-            state = states.get(rel) or FileState(sha, len(content))
+            state = states.get(sha) or FileState(sha, len(content))
         versions.put_live(sha, rel)
         if state.sha == sha:
             files.index.remember(fd, name, rel, state)
@@ -205,6 +205,7 @@ def checkpoint(files: StoreFiles) -> None:
                         paths.add(files.state / "redirects" / sha)
     paths.update({files.audit.path, files.index.usage_path, files.state / "retention.json"})
     paths.update({files.ledger.path, files.versions.log.path})
+    files.search.flush()  # so that a power loss after this finds it in step
     for path in paths:
         _fs.fsync_path(path)
         dirs.add(path.parent)

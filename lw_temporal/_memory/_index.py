@@ -75,20 +75,25 @@ def state_of(content: bytes, *, resumable: bool = False) -> FileState:
 @dataclass(slots=True)
 class Usage:
     """What a store holds: current files' bytes, kept versions' bytes, files,
-    folders, and the tree id's running sum."""
+    folders, the tree id's running sum, and its search index's bytes (measured when a
+    batch starts, not journaled)."""
 
     live: int = 0
     versions: int = 0
     files: int = 0
     dirs: int = 0
     tree: int = 0
+    index: int = 0
 
     @property
     def bytes(self) -> int:
-        return self.live + self.versions
+        """What the byte quota counts."""
+        return self.live + self.versions + self.index
 
     def as_json(self) -> dict[str, int | str]:
-        raw: dict[str, int | str] = {k: v for k, v in asdict(self).items() if k != "tree"}
+        raw: dict[str, int | str] = {
+            k: v for k, v in asdict(self).items() if k not in ("tree", "index")
+        }
         raw["tree"] = tree_id(self.tree)
         return raw
 

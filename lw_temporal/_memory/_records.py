@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AliasChoices, ConfigDict, Field
+from pydantic import AliasChoices, ConfigDict, Field, field_validator
 from temporalio import activity
 
 from .._base import FrozenModel
@@ -320,9 +320,70 @@ class MemoryDeleteRequest(_Request):
     if_sha256: str | None = None
 
 
+class MemoryRenameRequest(_Request):
+    """Move a file or folder to ``new_path`` inside the same store (the memory tool's
+    ``rename``); ``new_path`` must not exist yet."""
+
+    path: str = Field(validation_alias=_alias("path", "old_path"))
+    new_path: str
+
+
 class MemoryListRequest(_Request):
     """List a folder of the agent's view, at most ``limit`` entries."""
 
     path: str = "/mnt/memory"
     recursive: bool = True
     limit: int = Field(default=1000, gt=0, le=10_000)
+
+
+#: Most hits one search returns, and the default.
+MAX_SEARCH_HITS = 50
+DEFAULT_SEARCH_HITS = 10
+
+
+class MemorySearchRequest(_Request):
+    """Search the memory the caller's role may read for ``query``, at most ``limit``
+    files. ``stores`` narrows it to some mounts, named as in the agent's view
+    (``workflow``, ``org``, ``pipeline``, ``peer-workflows/<id>``); ``path`` to a
+    folder or file of the view (``/mnt/memory/workflow/lessons/``)."""
+
+    query: str = Field(min_length=1, max_length=2000)
+    limit: int = Field(default=DEFAULT_SEARCH_HITS, ge=1, le=MAX_SEARCH_HITS)
+    stores: tuple[str, ...] = Field(default=(), max_length=64)
+    path: str | None = Field(default=None, max_length=4096)
+
+    @field_validator("stores", mode="before")
+    @classmethod
+    def _one_store(cls, value: Any) -> Any:
+        """A model that names one store as a string means that store."""
+        return (value,) if isinstance(value, str) else value
+
+
+class SearchLine(FrozenModel):
+    """One line of a hit: its number in the file (from 1) and its text (clipped)."""
+
+    number: int
+    text: str
+
+
+class SearchHit(FrozenModel):
+    """One file that answers a search: its path as the searcher sees it, its score
+    (higher is better; comparable within one result only) and its best lines."""
+
+    path: str
+    score: float
+    lines: tuple[SearchLine, ...] = ()
+
+
+class MemorySearchResult(FrozenModel):
+    """Ranked hits, best first. ``ranking`` says how they were ranked (by words, or by
+    words and meaning); ``omitted`` counts the files that matched the query's words
+    beyond ``limit`` (among those ranked: a note says when more matched); ``notes`` say
+    what the ranking could not cover."""
+
+    query: str
+    ranking: str
+    searched: tuple[str, ...] = ()
+    hits: tuple[SearchHit, ...] = ()
+    omitted: int = 0
+    notes: tuple[str, ...] = ()

@@ -67,16 +67,19 @@ def file_too_big(quota: MemoryQuota, path: str, size: int) -> str | None:
 def quota_problem(quota: MemoryQuota, store: str, before: Usage, after: Usage) -> str | None:
     """What the store would break going from ``before`` to ``after``.
 
-    The byte quota counts what the store holds on disk: its current files *and* its
-    kept versions. Growth of the current files is refused once that total is over;
-    a change that does not grow them (a shrink, a delete) is always allowed, so a
-    full store can still be cleaned up. Files and folders count alike toward
-    ``max_files`` (an empty folder still costs an inode and a listing line).
+    The byte quota counts what the store holds on disk: its current files, its kept
+    versions and its search index (once a search made one). Growth of the current
+    files is refused once that total is over; a change that does not grow them (a
+    shrink, a delete) is always allowed, so a full store can still be cleaned up.
+    Files and folders count alike toward ``max_files`` (an empty folder still costs
+    an inode and a listing line).
     """
     if after.live > before.live and after.bytes > quota.max_bytes:
         return (
             f"store {store} would hold {mib(after.bytes)} ({mib(after.live)} in current "
-            f"files, {mib(after.versions)} in kept versions), over its quota of "
+            f"files, {mib(after.versions)} in kept versions"
+            + (f", {mib(after.index)} in its search index" if after.index else "")
+            + "), over its quota of "
             f"{mib(quota.max_bytes)} (MemoryQuota.max_bytes); delete or condense old notes, "
             "prune old versions (lw-temporal memory prune), or raise the quota"
         )

@@ -14,9 +14,12 @@ go through. Each concern lives in its own module:
 - :mod:`._ledger`, :mod:`._logfile`: the audit log and the idempotency ledger (the
   ledger and the version references are records in per-store logs, not files);
 - :mod:`._reads`: reading files and listings without the lock;
-- :mod:`._staged`, :mod:`._redact`, :mod:`._prune`: bash commits, redaction, retention
+- :mod:`._staged`, :mod:`._redact`, :mod:`._prune`, :mod:`._rename`: bash commits,
+  redaction, retention, moves
   (the retention methods themselves, and :mod:`._names`'s resolution of what an
-  operator types, are mixed into :class:`MemoryStores`).
+  operator types, are mixed into :class:`MemoryStores`);
+- :mod:`._search` (mixed in too), :mod:`._searchquery`, :mod:`._searchdb`,
+  :mod:`._searchrows`, :mod:`._chunks`: search, and the index each commit keeps.
 
 All bookkeeping lives under the layout's state dir (``stores/<kind>/<key>/``), never
 inside a mounted folder. The methods are synchronous (they block on the lock and on
@@ -60,7 +63,9 @@ from ._records import (
     VersionInfo,
 )
 from ._redact import redact_body
+from ._rename import StoreMoves
 from ._rules import SHA, check_file_kind, check_precondition, file_parts, refuse
+from ._search import StoreSearch
 from ._staged import staged_body
 from ._txn import StoreFiles, Txn
 from ._versions import history, sha256
@@ -71,7 +76,7 @@ __all__ = ["STORE_FORMS", "Cancelled", "MemoryStores", "StoreNotFound"]
 _R = TypeVar("_R", bound=BaseModel)
 
 
-class MemoryStores(StoreRetention):
+class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
     """The memory stores of one data dir.
 
     Args:
@@ -423,6 +428,7 @@ class MemoryStores(StoreRetention):
         result = self._writer.mutate(store, provenance, "redact", body, RedactResult, None)
         with locked(files.state, str(store), None, self.lock_timeout):
             checkpoint(files)  # the journal held the old bytes until now
+            self.purge_locked(files)  # and so did the search index
         return result
 
     # -- versions, audit, ledger ------------------------------------------------------
@@ -507,7 +513,7 @@ class MemoryStores(StoreRetention):
                 finally:
                     if root_fd is not None:
                         os.close(root_fd)
-        return found
+        return self._writer.with_bookkeeping(files, found)
 
     def snapshot_id(self, store: StoreRef, *, wait: bool = True) -> str | None:
         """A content hash of the store's tree (the set of its files' paths and

@@ -31,6 +31,7 @@ from ._journal import Journal
 from ._ledger import AuditLog, Ledger
 from ._records import AuditEntry, Provenance
 from ._rules import blocked, quota_problem
+from ._searchdb import SearchIndex
 from ._versions import Splice, VersionStore, b64
 
 #: A rewrite whose changed region is at most this share of the file is kept as the old
@@ -61,6 +62,10 @@ class StoreFiles:
     @property
     def index(self) -> FileIndex:
         return FileIndex(self.state)
+
+    @property
+    def search(self) -> SearchIndex:
+        return SearchIndex(self.state)
 
     @property
     def versions(self) -> VersionStore:
@@ -97,8 +102,14 @@ class Batch:
     made: set[str] = field(default_factory=set)
     commits: list[dict[str, Any]] = field(default_factory=list)
     keys: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: What planning learnt of new versions, by sha256 (not by path: a mutation of the
+    #: batch that is refused after staging, or a later one of the same file, must not
+    #: change what an earlier one applies).
     states: dict[str, FileState] = field(default_factory=dict)
     contents: dict[str, bytes] = field(default_factory=dict)
+    #: The store's tree id when the batch began (the search index follows a batch
+    #: only from the tree it was in step with).
+    start_tree: str = ""
 
     def touches(self, rel: str) -> bool:
         """Whether an earlier mutation changed ``rel``, a folder above or below it."""
@@ -275,7 +286,7 @@ class Txn:
             {"k": "a", "p": rel, "at": before.size, "d": b64(data), "sha": after.sha,
              "prev": before.sha}
         )  # fmt: skip
-        self.batch.states[rel] = after
+        self.batch.states[after.sha] = after
         self.record(op, rel, after.size, before.sha, after.sha)
         return before, after, findings, refusal
 
@@ -327,8 +338,8 @@ class Txn:
                  "prev": None if kept is None else kept.sha}
             )  # fmt: skip
         self._set(rel, before, Known(after, content[-SEAM_OVERLAP:], content))
-        self.batch.states[rel] = after
-        self.batch.contents[rel] = content
+        self.batch.states[after.sha] = after
+        self.batch.contents[after.sha] = content
         self.record(op, rel, len(content), None if before is None else before.sha, after.sha)
         return after, findings, refusal
 
@@ -358,9 +369,10 @@ class Txn:
             else:
                 self.stage_delete_file(tuple(sub.split("/")), shown, kind)
                 deleted.append(sub)
-        for sub in reversed(dirs):
+        for sub in reversed(dirs):  # deepest first, each audited as its creation was
             self.ops.append({"k": "r", "p": sub})
             self.usage.dirs -= 1
+            self.record("rmdir", sub, 0, None, None)
         self.gone.add(rel)
         return deleted
 

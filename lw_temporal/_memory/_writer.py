@@ -27,7 +27,7 @@ from .._scope import StoreRef
 from . import _fs
 from ._apply import apply_record, checkpoint, recover
 from ._commit import GroupCommitter, Pending
-from ._index import Usage, tree_term
+from ._index import Usage, tree_id, tree_term
 from ._journal import CHECKPOINT_BYTES, locked
 from ._ledger import key_hash
 from ._records import LedgerRecord, Provenance
@@ -63,7 +63,14 @@ class StoreWriter:
         if found is None:
             found = self.count(files, root_fd)
             files.index.write_usage(found, sync=True)
-        return found
+        return self.with_bookkeeping(files, found)
+
+    @staticmethod
+    def with_bookkeeping(files: StoreFiles, usage: Usage) -> Usage:
+        """``usage`` with what the store keeps beside its files that its quota counts
+        too (the one place to add to): the search index's bytes."""
+        usage.index = files.search.disk_bytes()
+        return usage
 
     @staticmethod
     def count(files: StoreFiles, root_fd: int | None) -> Usage:
@@ -125,6 +132,7 @@ class StoreWriter:
         batch = Batch(files, root_fd, Usage())
         try:
             batch.usage = self.usage(files, root_fd)
+            batch.start_tree = tree_id(batch.usage.tree)
             staged: list[tuple[Pending, BaseModel]] = []
             for index, item in enumerate(items):
                 try:
@@ -187,6 +195,9 @@ class StoreWriter:
         end = files.journal.commit(record)
         try:
             apply_record(files, batch.root_fd, record, states=batch.states, contents=batch.contents)
+            # the search index follows in the same commit (it never raises: an index
+            # left behind is repaired by the next search)
+            files.search.follow(batch.root_fd, record, batch.contents, batch.start_tree)
             files.journal.mark(end)
         except (OSError, ApplicationError):
             recover(files)  # committed: finish it the way recovery would

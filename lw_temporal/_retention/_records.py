@@ -30,6 +30,9 @@ class GcItem(FrozenModel):
     bytes: int
     closed: datetime | None
     why: str
+    #: ``scratch``, or what the run left in the bookkeeping (``conversation``,
+    #: ``dream proposal``).
+    what: str = "scratch"
 
 
 class GcReport(FrozenModel):
@@ -44,5 +47,9 @@ class GcReport(FrozenModel):
     kept_running: int = 0
     kept_recent: int = 0
     skipped: tuple[str, ...] = ()
+    #: The runs' conversations and dream proposals removed with their scratch.
+    bookkeeping_removed: tuple[GcItem, ...] = ()
+    bookkeeping_removed_count: int = 0
+    bookkeeping_removed_bytes: int = 0
     #: Kept versions the memory stores' retention policies removed in the same pass.
     versions_pruned: int = 0

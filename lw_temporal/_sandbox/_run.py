@@ -39,10 +39,12 @@ from ._userns import (
     LAUNCH_FAILED_STATUS,
     LaunchFailed,
     Overlay,
-    OverlayNamespace,
+    overlay_launcher,
 )
 
 _CHUNK = 1 << 16
+#: Bytes of a running command's newest output kept for its live view.
+TAIL_BYTES = 512
 
 
 def _create_beside_agent(path: Path, user: SandboxUser | None = None) -> IO[bytes]:
@@ -85,6 +87,8 @@ class OutputSink:
         self.save_cap = save_cap
         self.path = path
         self.head = bytearray()
+        #: The newest bytes, for the live view of a running command (heartbeats).
+        self.tail = b""
         self.total = 0
         self.saved = 0
         self._file: IO[bytes] | None = None
@@ -99,6 +103,7 @@ class OutputSink:
 
     def write(self, data: bytes) -> None:
         self.total += len(data)
+        self.tail = (self.tail + data[-TAIL_BYTES:])[-TAIL_BYTES:]
         if self._file is None and len(self.head) + len(data) <= self.cap:
             self.head += data
             return
@@ -272,7 +277,7 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
     """Start ``launch`` as the sandbox user; its overlays go into ``mounts`` (the
     calling thread's own namespace) or, without it, into a namespace the child makes
     before its exec."""
-    preexec: OverlayNamespace | None = None
+    argv = launch.argv
     user = start.user
     if launch.overlays and mounts is not None:
         try:
@@ -282,7 +287,10 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
                 os.close(fd)
             raise
     elif launch.overlays:
-        preexec = OverlayNamespace(launch.overlays, start.report_write, idmapped=user is not None)
+        argv = overlay_launcher(
+            launch.overlays, start.report_write, argv, idmapped=user is not None
+        )
+    reports = launch.reports or argv is not launch.argv
     if launch.payload:
         with contextlib.suppress(OSError):
             fcntl.fcntl(start.args_write, fcntl.F_SETPIPE_SZ, max(len(launch.payload), 4096))
@@ -297,7 +305,7 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
             try:
                 with thread_as(launch.user):
                     proc = subprocess.Popen(
-                        launch.argv,
+                        argv,
                         stdin=subprocess.DEVNULL,
                         stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE,
@@ -307,10 +315,9 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
                         close_fds=True,
                         pass_fds=(
                             start.args_read,
-                            *((start.report_write,) if launch.reports else ()),
+                            *((start.report_write,) if reports else ()),
                             *launch.fds,
                         ),
-                        preexec_fn=preexec,
                     )
                     if launch.gated:  # as the launcher's user: no privilege needed
                         _gate(proc, start.limits)

@@ -2,15 +2,24 @@
 
 A kernel, a container runtime or a missing package can quietly take away what the
 backend promises (a seccomp filter that did not load, a network namespace that was
-not made, a read-only bind that is writable, commands running as host root). One
-short probe command through the real runner checks each of them, on the host side
-where it can (the owner of a file the probe made, a loopback listener nobody may
+not made, a read-only bind that is writable, commands running as host root, a
+libseccomp that compiles a rule into something else). One short probe command
+through the real runner checks each of them, on the host side where it can (the
+owner of a file the probe made, its allocated blocks, a loopback listener nobody may
 reach), and any failure refuses the backend with the reason.
+
+The filter's own rules are proven by raw calls only that filter refuses (a
+container's profile makes ``Seccomp: 2`` true of every process): a socket call with a
+high bit set in its family, ``MSG_FASTOPEN``, a ``KEEP_SIZE`` allocation and, on
+Landlock, an IP socket. They run in the system view's ``python3`` (one interpreter
+start, about 15 ms); a view without one fails the test, since nothing else there can
+make a raw call.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import socket
@@ -18,15 +27,43 @@ import uuid
 from pathlib import Path, PurePosixPath
 
 from .._mode import Mode
+from . import _seccomp
 from ._backends import Backend, SandboxUnavailable, UnsandboxedBackend
 from ._identity import SandboxUser
+from ._landlock import LandlockBackend
 from ._run import OutputSink, run_sandboxed
 from ._spec import Limits, SandboxMount, SandboxSpec
 
 _PROBE = PurePosixPath("/mnt/probe")
 
 
+#: (probe name, what the filter refuses, the errno it answers) on every backend.
+_REFUSED = (
+    ("vsock-high", "socket(AF_VSOCK | 1 << 32)", "EPERM"),
+    ("fastopen", "sendto(MSG_FASTOPEN)", "EPERM"),
+    ("keep-size", "fallocate(FALLOC_FL_KEEP_SIZE)", "EOPNOTSUPP"),
+)
+_LANDLOCK_REFUSED = (("ip", "socket(AF_INET, SOCK_STREAM)", "EPERM"),)
+#: The raw calls, one ``name=<errno>`` line each (0: the call went through).
+_CALLS = """import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def call(name, nr, *args):
+    ok = libc.syscall(ctypes.c_long(nr), *(ctypes.c_long(a) for a in args)) >= 0
+    print(name + '=' + str(0 if ok else ctypes.get_errno()))
+pair, byte = (ctypes.c_int * 2)(), ctypes.create_string_buffer(1)
+call('pair', {socketpair}, 1, 1, 0, ctypes.addressof(pair))
+call('fastopen', {sendto}, pair[0], ctypes.addressof(byte), 1, 0x20000000, 0, 0)
+call('keep-size', {fallocate}, os.open('falloc', os.O_WRONLY | os.O_CREAT, 0o600), 1, 0, 1 << 20)
+call('vsock-high', {socket}, 40 | 1 << 32, 1, 0)
+call('ip', {socket}, 2, 1, 0)
+"""
+
+
 def _script(port: int) -> str:
+    numbers = {n: _seccomp.syscall_number(n) for n in ("socket", "socketpair", "sendto")}
+    calls = _CALLS.format(fallocate=_seccomp.syscall_number("fallocate"), **numbers)
+    quoted = "'" + calls.replace("'", "'\\''") + "'"
     return "\n".join(
         (
             "grep '^Seccomp:' /proc/self/status | tr -d ' \\t'",
@@ -35,6 +72,8 @@ def _script(port: int) -> str:
             "(echo x >> /mnt/probe/ro/old) 2>/dev/null && echo ro-writable",
             "echo x > /mnt/probe/rw/made || echo rw-refused",
             f"(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo network-open",
+            f"if command -v python3 >/dev/null; then python3 -I -S -c {quoted}; "
+            "else echo no-python3; fi",
             "echo probe-done",
         )
     )
@@ -76,6 +115,8 @@ async def self_test(
         err = OutputSink(1 << 14, 0, work / "out" / "stderr")
         outcome = await run_sandboxed(backend, spec, out, err, use_pids_cgroup=False)
         failures = _failures(outcome.launch_failed, bytes(out.head), rw, ro, user)
+        if not failures:
+            failures = _filter_failures(bytes(out.head), rw, isinstance(backend, LandlockBackend))
         if not failures and f"open-files={limits.open_files}\n" not in bytes(out.head).decode():
             failures.append("the command's rlimits are not in force")
         with contextlib.suppress(BlockingIOError):
@@ -114,4 +155,28 @@ def _failures(
         failures.append("commands run as host root")
     elif user is not None and made.stat().st_uid != user.uid:
         failures.append(f"commands do not run as the sandbox user {user.uid}")
+    return failures
+
+
+def _filter_failures(out: bytes, rw: Path, landlock: bool) -> list[str]:
+    """What of the filter's own rules did not hold (the probe's raw calls)."""
+    text = out.decode(errors="replace")
+    if "no-python3" in text.split():
+        return [
+            "the probe found no python3 in the system view to make its raw calls with "
+            "(install one under /usr: Debian/Ubuntu apt-get install python3)"
+        ]
+    seen = dict(line.split("=", 1) for line in text.split() if "=" in line)
+    failures = []
+    if seen.get("pair") != "0":
+        failures.append(f"socketpair(AF_UNIX, SOCK_STREAM) failed (errno {seen.get('pair')})")
+    for name, call, code in (*_REFUSED, *(_LANDLOCK_REFUSED if landlock else ())):
+        if seen.get(name) != str(getattr(errno, code)):
+            failures.append(
+                f"the seccomp filter does not refuse {call} with {code} "
+                f"(got errno {seen.get(name, 'nothing')})"
+            )
+    with contextlib.suppress(FileNotFoundError):
+        if (rw / "falloc").stat().st_blocks:
+            failures.append("a KEEP_SIZE fallocate allocated disk past RLIMIT_FSIZE")
     return failures

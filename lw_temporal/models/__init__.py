@@ -9,6 +9,10 @@ provider's ``retry-after``; bad keys, bad requests and context overflow not retr
 The SDKs are optional extras (``pip install 'lw-temporal[anthropic]'`` or
 ``[openai]``); each adapter imports its SDK only when it is first used.
 
+``OpenAIEmbedder(client=openai.AsyncOpenAI())`` turns texts into vectors so that
+``memory_search`` ranks by meaning too (``MemoryOptions(embedder=...)``); Anthropic has
+no embeddings endpoint.
+
 Constants: the ``ApplicationError`` types an adapter raises, also in
 ``lw_temporal.errors``: ``MODEL_AUTH``, ``MODEL_INVALID_REQUEST``,
 ``MODEL_CONTEXT_OVERFLOW`` and ``MODEL_REFUSED`` are not retried; ``MODEL_RATE_LIMITED``
@@ -33,6 +37,7 @@ from ._spec import ModelSpecError, model_from_spec
 if TYPE_CHECKING:
     from ._anthropic import AnthropicModel
     from ._openai import OpenAIModel
+    from ._openai_embeddings import OpenAIEmbedder
 
 __all__ = [
     "MODEL_AUTH",
@@ -46,6 +51,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSpecError",
+    "OpenAIEmbedder",
     "OpenAIModel",
     "ToolCall",
     "ToolResult",
@@ -65,4 +71,8 @@ def __getattr__(name: str) -> Any:
         from ._openai import OpenAIModel
 
         return OpenAIModel
+    if name == "OpenAIEmbedder":
+        from ._openai_embeddings import OpenAIEmbedder
+
+        return OpenAIEmbedder
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

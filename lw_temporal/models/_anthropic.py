@@ -1,9 +1,16 @@
-"""``AnthropicModel``: the Messages API with native tool use and prompt caching.
+"""``AnthropicModel``: the Messages API with Claude's own tools and prompt caching.
 
 Each turn sends the run's whole conversation as ``tool_use``/``tool_result`` blocks
-bound by id (failed tools with ``is_error``), the system prompt as ``system``, and up
-to four ``cache_control`` breakpoints (the tools, the system prompt, the previous and
-the newest user message), so a turn pays full price only for what is new.
+bound by id (failed tools with ``is_error``) and the system prompt as ``system``. The
+tools are the ones Claude is trained on where lw has them: bash (``bash_20250124``),
+the text editor (``text_editor_20250728``) and the memory tool (``memory_20250818``),
+each served by lw over the agent's scoped, versioned, audited mounts; the other tools
+(``plan_workflow``, ``run_step``, ``finish``...) are function schemas.
+
+Up to four ``cache_control`` breakpoints: the newest user message (where the next
+turn's cache entry starts from), the previous one, the system prompt (tools included,
+they come first) and, once results are cleared or turns compacted, the end of the part
+that the previous turn sent too, so a clearing rewrites only what follows it.
 """
 
 from __future__ import annotations
@@ -14,16 +21,22 @@ from typing import Any, cast
 import anthropic
 from anthropic.types import (
     CacheControlEphemeralParam,
+    MemoryTool20250818Param,
     Message,
     MessageParam,
     TextBlockParam,
+    ToolBash20250124Param,
     ToolParam,
     ToolResultBlockParam,
+    ToolTextEditor20250728Param,
+    ToolUnionParam,
     ToolUseBlockParam,
 )
 from temporalio.exceptions import ApplicationError
 
-from .._agent import ModelRequest, ModelResponse, StopReason, ToolCall, Usage
+from .._agent import ModelRequest, ModelResponse, StopReason, ToolCall, ToolSpec, Usage
+from .._agent._compaction import COMPACT_NOTE
+from .._edit import VIEW_CHARS
 from .._errors import MODEL_CONTEXT_OVERFLOW
 from ._errors import refused, sdk_error
 
@@ -46,6 +59,8 @@ class AnthropicModel:
         max_tokens: output tokens per turn; a reply cut there is continued next turn.
         prompt_caching: put ``cache_control`` breakpoints on tools, system and the
             conversation's growing prefix.
+        native_tools: send Claude's bash, text editor and memory tool (served over the
+            agent's mounts) instead of lw's ``bash`` and ``memory_*`` function schemas.
         sdk_retries: retries inside the SDK. 0 by default: the activity's retry policy
             retries instead, after the provider's ``retry-after``, visibly in history.
         request_options: extra Messages API fields (``temperature``, ``thinking``, ...).
@@ -58,6 +73,7 @@ class AnthropicModel:
         *,
         max_tokens: int = 8192,
         prompt_caching: bool = True,
+        native_tools: bool = True,
         sdk_retries: int = 0,
         request_options: Mapping[str, Any] | None = None,
     ) -> None:
@@ -66,18 +82,19 @@ class AnthropicModel:
         self.model = model
         self.max_tokens = max_tokens
         self.prompt_caching = prompt_caching
+        self.native_tools = native_tools
         self.request_options = dict(request_options or {})
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The Messages API request body of a turn."""
-        tools: list[ToolParam] = [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters}
-            for t in request.tools
+        native = self.native_tools
+        tools = [_tool(t, native=native) for t in request.offered(native=native)]
+        system: list[TextBlockParam] = [
+            {"type": "text", "text": request.system_prompt(native_tools=native)}
         ]
-        system: list[TextBlockParam] = [{"type": "text", "text": request.system_prompt()}]
         messages = anthropic_messages(request)
         if self.prompt_caching:
-            _cache_breakpoints(tools, system, messages)
+            _cache_breakpoints(tools, system, messages, request)
         return {
             **self.request_options,
             "model": self.model,
@@ -144,9 +161,33 @@ class AnthropicModel:
         )
 
 
+def _tool(spec: ToolSpec, *, native: bool) -> ToolUnionParam:
+    """A tool as Claude gets it: its native type where it has one, else a schema."""
+    if native and spec.native == "bash_20250124":
+        bash: ToolBash20250124Param = {"type": "bash_20250124", "name": "bash"}
+        return bash
+    if native and spec.native == "text_editor_20250728":
+        editor: ToolTextEditor20250728Param = {
+            "type": "text_editor_20250728",
+            "name": "str_replace_based_edit_tool",
+            "max_characters": VIEW_CHARS,
+        }
+        return editor
+    if native and spec.native == "memory_20250818":
+        memory: MemoryTool20250818Param = {"type": "memory_20250818", "name": "memory"}
+        return memory
+    schema: ToolParam = {
+        "name": spec.name, "description": spec.description, "input_schema": spec.parameters
+    }  # fmt: skip
+    return schema
+
+
 def anthropic_messages(request: ModelRequest) -> list[MessageParam]:
-    """The task, then per turn the assistant's blocks and the user's tool results."""
+    """The task (and the summary of compacted turns), then per turn the assistant's
+    blocks and the user's tool results."""
     first: list[TextBlockParam] = [{"type": "text", "text": request.task or "Begin."}]
+    if request.summary:
+        first.append({"type": "text", "text": request.summary})
     messages: list[MessageParam] = [{"role": "user", "content": first}]
     for exchange in request.history:
         reply = exchange.reply
@@ -174,22 +215,54 @@ def anthropic_messages(request: ModelRequest) -> list[MessageParam]:
         if not answer:
             answer.append({"type": "text", "text": "(continue)"})
         messages.append({"role": "user", "content": answer})
+    last = cast(list[Any], messages[-1]["content"])
     if request.notes:
-        last = cast(list[Any], messages[-1]["content"])
         last.append({"type": "text", "text": "\n".join(request.notes)})
+    if request.summarize:
+        last.append({"type": "text", "text": COMPACT_NOTE})
     return messages
 
 
 def _cache_breakpoints(
-    tools: list[ToolParam], system: list[TextBlockParam], messages: list[MessageParam]
+    tools: list[ToolUnionParam],
+    system: list[TextBlockParam],
+    messages: list[MessageParam],
+    request: ModelRequest,
 ) -> None:
-    """Tools, system, and the last block of the newest and of the previous user
-    message: the previous one is where last turn's cache entry ends, the newest is
-    where next turn's will start from."""
+    """At most four breakpoints, the most useful first: the newest user message (where
+    next turn's entry starts from), the end of what the previous turn sent unchanged
+    when a clearing or a compaction changed what follows (its entry is read instead of
+    rewriting everything before it), the previous user message (where last turn's
+    entry ends) and the system prompt, else the tools."""
+    users = [cast(list[dict[str, Any]], m["content"]) for m in messages if m["role"] == "user"]
+    picked: list[dict[str, Any]] = [users[-1][-1]]
+    stable = _stable_block(users, request)
+    if stable is not None:
+        picked.append(stable)
+    if len(users) > 1:
+        picked.append(users[-2][-1])
+    picked.append(cast(dict[str, Any], system[-1]))
     if tools:
-        tools[-1]["cache_control"] = _EPHEMERAL
-    system[-1]["cache_control"] = _EPHEMERAL
-    users = [m for m in messages if m["role"] == "user"]
-    for message in users[-(MAX_CACHE_BREAKPOINTS - 2) :]:
-        blocks = cast(list[dict[str, Any]], message["content"])
-        blocks[-1]["cache_control"] = _EPHEMERAL
+        picked.append(cast(dict[str, Any], tools[-1]))
+    marked: list[int] = []
+    for block in picked:
+        if id(block) not in marked and len(marked) < MAX_CACHE_BREAKPOINTS:
+            block["cache_control"] = _EPHEMERAL
+            marked.append(id(block))
+
+
+def _stable_block(
+    users: list[list[dict[str, Any]]], request: ModelRequest
+) -> dict[str, Any] | None:
+    """The last block the previous turn sent exactly as this one: the last result it
+    had cleared already, or the task (and summary) when none was."""
+    if request.stable_results == 0:
+        return users[0][-1] if request.summary or request.cleared_results else None
+    seen = 0
+    for blocks in users[1:]:
+        for block in blocks:
+            if block.get("type") == "tool_result":
+                seen += 1
+                if seen == request.stable_results:
+                    return block
+    return None

@@ -23,6 +23,7 @@ from openai.types.chat import (
 )
 
 from .._agent import ModelRequest, ModelResponse, StopReason, ToolCall, Usage
+from .._agent._compaction import COMPACT_NOTE
 from ._errors import provider_error, refused, sdk_error
 
 KEY_VARIABLE = "OPENAI_API_KEY"
@@ -73,7 +74,7 @@ class OpenAIModel:
                     "parameters": t.parameters,
                 },
             }
-            for t in request.tools
+            for t in request.offered(native=False)
         ]
         body: dict[str, Any] = {
             **self.request_options,
@@ -159,6 +160,8 @@ def openai_messages(request: ModelRequest) -> list[ChatCompletionMessageParam]:
         {"role": "system", "content": request.system_prompt()},
         {"role": "user", "content": request.task or "Begin."},
     ]
+    if request.summary:
+        messages.append({"role": "user", "content": request.summary})
     for exchange in request.history:
         reply = exchange.reply
         said: ChatCompletionAssistantMessageParam = {"role": "assistant"}
@@ -190,4 +193,6 @@ def openai_messages(request: ModelRequest) -> list[ChatCompletionMessageParam]:
             messages.append({"role": "user", "content": note})
     if request.notes:
         messages.append({"role": "user", "content": "\n".join(request.notes)})
+    if request.summarize:
+        messages.append({"role": "user", "content": COMPACT_NOTE})
     return messages

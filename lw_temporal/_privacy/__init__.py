@@ -1,0 +1,58 @@
+"""Privacy: payloads encrypted per run tree, and erasure of what a run left.
+
+Modules by concern: ``_keys`` (key ids per tree, the key-store interface and its file
+store), ``_codec`` (the payload codec), ``_registry`` (which key store serves which server
+and namespace on this host, for a client command given no keys), ``_remote`` (a codec
+served over HTTP, for a client without the key store), ``_server`` (the codec server
+Temporal's UI and CLI call), ``_places`` (where the agents' runs leave text outside
+memory: conversations, dream bookkeeping, run scratch; read and rewritten by
+descriptor), ``_forget``, ``_forget_memory`` and ``_forget_search`` (erasing a run
+tree; the last scrubs memory search's index of what a revert took back), ``_reach`` (a
+redaction's reach beyond the memory file), ``_records`` (what those two report).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from temporalio.converter import DataConverter, PayloadCodec
+
+from .._ids import DataLayout
+from . import _forget_search  # noqa: F401  (registers the search index's eraser)
+from ._codec import ENCODING, KEY_ID_FIELD, EncryptionCodec, KeyRing, PayloadSealed, sealed_by
+from ._keys import SHARED_KEY_ID, FileKeyStore, KeyShredded, KeyStore, tree_of
+
+
+def key_folder(layout: DataLayout) -> str:
+    """Where the file key store keeps a deployment's keys: the memory root's
+    bookkeeping, which every worker, client and codec server of it shares."""
+    return str(layout.state / "keys")
+
+
+def default_key_store(layout: DataLayout) -> FileKeyStore:
+    return FileKeyStore(key_folder(layout))
+
+
+def with_codec(converter: DataConverter, codec: PayloadCodec | None) -> DataConverter:
+    """``converter`` sealing its payloads with ``codec`` (as it is without one)."""
+    if codec is None:
+        return converter
+    return dataclasses.replace(converter, payload_codec=codec)
+
+
+__all__ = [
+    "ENCODING",
+    "KEY_ID_FIELD",
+    "SHARED_KEY_ID",
+    "EncryptionCodec",
+    "FileKeyStore",
+    "KeyRing",
+    "KeyShredded",
+    "KeyStore",
+    "PayloadSealed",
+    "default_key_store",
+    "key_folder",
+    "sealed_by",
+    "tree_of",
+    "with_codec",
+]

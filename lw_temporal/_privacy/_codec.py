@@ -1,0 +1,191 @@
+"""The payload codec: AES-256-GCM per run tree, chosen from the serialization context.
+
+Temporal's Python SDK hands a codec that implements ``WithSerializationContext`` the
+workflow a payload belongs to (``WorkflowSerializationContext`` for workflow inputs,
+results, queries, updates and child workflows, with the child's ID;
+``ActivitySerializationContext`` for activity inputs and results, with the calling
+workflow's ID). ``with_context`` binds a copy of the codec to that workflow's tree, so
+``encode`` seals with the tree's key and writes the key id into the payload's metadata
+(``encryption-key-id``, beside ``encoding: binary/encrypted`` as Temporal's samples
+do); ``decode`` needs no context: it reads the key the metadata names, and only that
+one. A payload that is not ``binary/encrypted`` passes through decode unchanged, so
+histories recorded before encryption (or by a client without keys) still replay.
+
+The key id is also the ciphertext's associated data: a payload relabelled with another
+tree's id does not decrypt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Self
+
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import (
+    PayloadCodec,
+    SerializationContext,
+    WithSerializationContext,
+)
+
+from ._keys import KeyShredded, KeyStore, tree_of
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+ENCODING = b"binary/encrypted"
+KEY_ID_FIELD = "encryption-key-id"
+_NONCE = 12
+#: Keys one process keeps in memory at most (least recently used go first).
+MAX_CACHED_KEYS = 1024
+
+
+class PayloadSealed(ValueError):
+    """An encrypted payload this process cannot open: its tree's key is shredded, or
+    absent from the key store it was given, or the payload was altered."""
+
+
+class KeyRing:
+    """The keys a process has read, kept ``ttl`` seconds each (then read again, so a
+    key shredded elsewhere stops working here within ``ttl``), ``capacity`` at most."""
+
+    def __init__(
+        self, store: KeyStore, *, ttl: float = 1.0, capacity: int = MAX_CACHED_KEYS
+    ) -> None:
+        self.store = store
+        self.ttl = ttl
+        self.capacity = capacity
+        self._keys: OrderedDict[str, tuple[AESGCM, float]] = OrderedDict()
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def drop(self, key_id: str | None = None) -> None:
+        """Forget one cached key (every one without ``key_id``)."""
+        if key_id is None:
+            self._keys.clear()
+        else:
+            self._keys.pop(key_id, None)
+
+    def _cached(self, key_id: str) -> AESGCM | None:
+        hit = self._keys.get(key_id)
+        if hit is None:
+            return None
+        if time.monotonic() - hit[1] > self.ttl:
+            del self._keys[key_id]
+            return None
+        self._keys.move_to_end(key_id)
+        return hit[0]
+
+    def _remember(self, key_id: str, key: bytes) -> AESGCM:
+        # Imported here: workflow code imports this package inside Temporal's sandbox,
+        # where a native extension module must not be imported again.
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        cipher = AESGCM(key)
+        self._keys[key_id] = (cipher, time.monotonic())
+        self._keys.move_to_end(key_id)
+        while len(self._keys) > self.capacity:
+            self._keys.popitem(last=False)
+        return cipher
+
+    async def for_encode(self, key_id: str) -> AESGCM:
+        cipher = self._cached(key_id)
+        if cipher is not None:
+            return cipher
+        lock = self._locks.setdefault(key_id, asyncio.Lock())
+        async with lock:  # one creation per tree and process, however many payloads wait
+            cipher = self._cached(key_id)
+            if cipher is None:
+                cipher = self._remember(key_id, await self.store.create(key_id))
+        self._locks.pop(key_id, None)
+        return cipher
+
+    async def for_decode(self, key_id: str) -> AESGCM:
+        cipher = self._cached(key_id)
+        if cipher is not None:
+            return cipher
+        key = await self.store.get(key_id)
+        if key is None:
+            if await self.store.shredded(key_id):
+                raise PayloadSealed(str(KeyShredded(key_id)))
+            raise PayloadSealed(
+                f"payload sealed with the key of run tree {key_id!r}, which this key store "
+                "does not hold: give this client the workers' key store (the same data "
+                "dir or memory root, or the same KeyStore)"
+            )
+        return self._remember(key_id, key)
+
+
+@dataclass(frozen=True)
+class EncryptionCodec(PayloadCodec, WithSerializationContext):
+    """Seals every payload with its run tree's key (see the module docstring).
+
+    ``key_id`` is the tree this copy is bound to by :meth:`with_context`; a copy with
+    no context uses the shared key (``_shared``), which ``forget`` cannot shred.
+    """
+
+    ring: KeyRing
+    key_id: str = field(default_factory=lambda: tree_of(None))
+
+    def with_context(self, context: SerializationContext) -> Self:
+        workflow_id = getattr(context, "workflow_id", None)
+        return self.for_tree(workflow_id if isinstance(workflow_id, str) else None)
+
+    def for_tree(self, workflow_id: str | None) -> Self:
+        """A copy that seals with ``workflow_id``'s tree key."""
+        key_id = tree_of(workflow_id)
+        return self if key_id == self.key_id else dataclasses.replace(self, key_id=key_id)
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        if not payloads:
+            return []
+        cipher: AESGCM | None = None
+        aad = self.key_id.encode()
+        out: list[Payload] = []
+        for payload in payloads:
+            if payload.metadata.get("encoding") == ENCODING:
+                out.append(payload)  # already sealed (a codec server asked twice)
+                continue
+            if cipher is None:
+                cipher = await self.ring.for_encode(self.key_id)
+            nonce = os.urandom(_NONCE)
+            sealed = cipher.encrypt(nonce, payload.SerializeToString(), aad)
+            out.append(
+                Payload(metadata={"encoding": ENCODING, KEY_ID_FIELD: aad}, data=nonce + sealed)
+            )
+        return out
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [await self.open(p) for p in payloads]
+
+    async def open(self, payload: Payload) -> Payload:
+        """One payload decoded: the plaintext one it seals, or itself when not sealed."""
+        if payload.metadata.get("encoding") != ENCODING:
+            return payload
+        key_id = sealed_by(payload)
+        if key_id is None:
+            raise PayloadSealed("encrypted payload without an encryption-key-id")
+        cipher = await self.ring.for_decode(key_id)
+        data = payload.data
+        from cryptography.exceptions import InvalidTag
+
+        try:
+            plain = cipher.decrypt(data[:_NONCE], data[_NONCE:], key_id.encode())
+        except InvalidTag:
+            raise PayloadSealed(
+                f"payload of run tree {key_id!r} does not decrypt with its key (altered, "
+                "or sealed with another key of that name)"
+            ) from None
+        return Payload.FromString(plain)
+
+
+def sealed_by(payload: Payload) -> str | None:
+    """The tree whose key sealed ``payload`` (``None``: not sealed by this codec)."""
+    if payload.metadata.get("encoding") != ENCODING:
+        return None
+    raw = payload.metadata.get(KEY_ID_FIELD)
+    return raw.decode("utf-8", "replace") if raw else None

@@ -1,0 +1,108 @@
+"""What ``forget`` does with the memory a tree's runs wrote.
+
+Found through every store's audit log: each file with a change made by one of the
+tree's workflows (their activities, bash commits, a dream's promotion).
+
+- ``keep`` (the default): nothing changes; each such file is named as a remaining
+  place, with what erases it (``memory redact``, or ``forget --memory revert``).
+- ``revert``: a file whose every change since the tree's first one was the tree's is
+  put back as it was before that first change (restored to that version, or removed
+  if the tree created it), audited with the forgetter as actor. A file someone else
+  changed after the tree is left as it is and named. The versions the tree wrote stay
+  among the file's kept versions until the store's retention drops them
+  (``memory prune``) or a redaction rewrites them; the report names them.
+
+Memory search's index follows the stores' own commits, so a revert reaches it.
+"""
+
+from __future__ import annotations
+
+from temporalio.exceptions import ApplicationError
+
+from .._ids import DREAMING_DEFINITION_ID
+from .._memory import AuditEntry, MemoryStores, Provenance
+from .._scope import StoreKind, StoreRef
+from ._forget import Erasure, in_tree
+from ._records import Place
+
+#: Audit operations that do not change what a file holds (a redaction rewrites text
+#: in place, under every version's new address).
+_NEUTRAL = {"redact", "prune", "retention"}
+
+
+def all_stores(stores: MemoryStores) -> list[StoreRef]:
+    """Every store of the data dir, dreaming's notes included."""
+    found = [
+        s
+        for s in stores.stores()
+        if not (s.kind is StoreKind.WORKFLOW and s.key == DREAMING_DEFINITION_ID)
+    ]
+    dreaming = stores.layout.state / "stores" / StoreKind.DREAMING.value
+    if dreaming.is_dir():
+        found += [StoreRef(StoreKind.DREAMING, p.name) for p in sorted(dreaming.iterdir())]
+    return found
+
+
+def memory_written(erasure: Erasure) -> None:
+    stores, tree = erasure.stores, erasure.tree_id
+    for store in all_stores(stores):
+        by_path: dict[str, list[AuditEntry]] = {}
+        for entry in stores.audit(store):
+            if entry.path and entry.op not in ("mkdir", "rmdir"):
+                by_path.setdefault(entry.path, []).append(entry)
+        for path, history in by_path.items():
+            mine = [e for e in history if in_tree(e.workflow_id, tree)]
+            if not mine:
+                continue
+            where = f"{stores.label(store)}:{path}"
+            if erasure.memory == "keep":
+                erasure.remaining.append(
+                    Place(
+                        what="memory written by the tree",
+                        path=where,
+                        note=f"{len(mine)} changes by its runs; redact what must go "
+                        "(lw-temporal memory redact), or forget --memory revert",
+                    )
+                )
+                continue
+            _revert(erasure, store, path, where, history, mine)
+
+
+def _revert(
+    erasure: Erasure,
+    store: StoreRef,
+    path: str,
+    where: str,
+    history: list[AuditEntry],
+    mine: list[AuditEntry],
+) -> None:
+    tree = erasure.tree_id
+    since = history[history.index(mine[0]) :]
+    others = [e for e in since if not in_tree(e.workflow_id, tree) and e.op not in _NEUTRAL]
+    kept = f"the {len(mine)} versions its runs wrote stay kept (memory prune or redact)"
+    if others:
+        erasure.remaining.append(
+            Place(
+                what="memory not reverted",
+                path=where,
+                note=f"changed after the tree by {others[-1].by()}; redact what must go",
+            )
+        )
+        return
+    before = mine[0].sha256_before
+    provenance = Provenance.admin(erasure.by)
+    stores = erasure.stores
+    try:
+        if before is None:
+            if stores.read_bytes(store, path) is not None:
+                stores.delete(store, path, provenance=provenance)
+        else:
+            stores.restore(store, path, before, provenance=provenance)
+    except ApplicationError as err:
+        erasure.remaining.append(
+            Place(what="memory not reverted", path=where, note=f"{err.message}; {kept}")
+        )
+        return
+    shown = "removed (the tree created it)" if before is None else f"restored to {before[:12]}"
+    erasure.removed.append(Place(what="memory reverted", path=where, note=shown))
+    erasure.remaining.append(Place(what="kept versions of the tree", path=where, note=kept))
