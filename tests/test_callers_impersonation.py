@@ -1,14 +1,17 @@
 """A client with namespace access cannot act as an lw run: its own worker on its own
 task queue, with workflows named ``lw.Worker``/``lw.Planner``/``lw.Orchestrator``/
 ``lw.Dreaming``/``lw.ScratchRetention`` started under a victim's IDs (or fresh ones),
-schedules the real activities on the lw queue, and the real lw worker refuses every
-one non-retryably; a real lw workflow started under a forged parent, or continued from
-a forged run with a state of the attacker's making, is refused the same way. On the
-host, nothing of the victim's scratch or memory was read into a result or changed."""
+schedules the real activities on the lw queue (bash, memory, search, Claude's native
+tools, the model, settings, dreaming, retention, the approvals audit), and the real
+lw worker refuses every one non-retryably; a real lw workflow started under a forged
+parent, or continued from a forged run with a state of the attacker's making, is
+refused the same way. On the host, nothing of the victim's scratch, memory or approval
+audit was read into a result or changed."""
 
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from temporalio.client import WorkflowFailureError
@@ -24,6 +27,12 @@ from lw_temporal import (
     WorkflowDefinition,
 )
 from lw_temporal._agent import AgentState, Exchange, ToolCall, ToolResult, WorkerSettings
+from lw_temporal._approvals._records import (
+    ApprovalRecord,
+    ApprovalRequest,
+    Outcome,
+    RecordRequest,
+)
 from lw_temporal._topology import HostPin
 from lw_temporal.errors import UNVERIFIED_CALLER
 from lw_temporal.testing import ScriptedModel, tool
@@ -71,6 +80,20 @@ def tree(root: Path) -> dict[str, bytes]:
     }
 
 
+def forged_record(workflow_id: str) -> dict[str, object]:
+    now = datetime.now(UTC)
+    request = ApprovalRequest(
+        id="a1", workflow_id=workflow_id, role=Role.PLANNER, definition_id="alpha",
+        tool="bash", action="bash", arguments={"command": "rm -rf /"},
+        arguments_sha256="0" * 64, turn=0, call_id="c1", rule="forged",
+        requested_at=now, deadline=now + timedelta(hours=1),
+    )  # fmt: skip
+    record = ApprovalRecord(
+        request=request, outcome=Outcome.APPROVED, by="carol", why="lgtm", decided_at=now
+    )
+    return RecordRequest(request=request, record=record).model_dump(mode="json")
+
+
 def _failure_type(err: BaseException) -> str | None:
     cause: BaseException | None = err
     while cause is not None and not isinstance(cause, ApplicationError):
@@ -100,6 +123,9 @@ async def test_an_impersonating_client_is_refused_and_nothing_leaks(
                     read_scratch,
                     strike("lw.memory.read", path="/mnt/memory/workflow/lessons.md"),
                     strike("lw.model", **turn),
+                    # Claude's native tools and memory search reach the same scope.
+                    strike("lw.edit", command="view", path="/mnt/scratch/from-planner/secret.txt"),
+                    strike("lw.memory.search", query="real"),
                 ),
                 # The victim's own (closed) ID, and a fresh planner ID: writable memory.
                 evil.run(
@@ -112,6 +138,19 @@ async def test_an_impersonating_client_is_refused_and_nothing_leaks(
                         content="poison\n",
                     ),
                     Strike(activity="lw.settings"),
+                    strike(
+                        "lw.memory.rename",
+                        path="/mnt/memory/workflow/lessons.md",
+                        new_path="/mnt/memory/workflow/gone.md",
+                    ),
+                    strike(
+                        "lw.memory.tool",
+                        command="create",
+                        path="/memories/workflow/poison.md",
+                        file_text="poison\n",
+                    ),
+                    # A decision "by carol" written into the victim's approval audit.
+                    Strike(activity="lw.approvals.record", args=forged_record(victim)),
                 ),
                 evil.run(
                     "lw.Planner",
@@ -147,7 +186,7 @@ async def test_an_impersonating_client_is_refused_and_nothing_leaks(
                 ),
             )
             hits = [hit for attack in attacks for hit in attack]
-            assert len(hits) == 11
+            assert len(hits) == 16
             for hit in hits:
                 assert (hit.ok, hit.error_type) == (False, UNVERIFIED_CALLER), hit
             assert "task queue" in hits[0].message and f"{victim}/steps/step_98" in hits[0].message
@@ -197,6 +236,7 @@ async def test_an_impersonating_client_is_refused_and_nothing_leaks(
                 assert _failure_type(err) == UNVERIFIED_CALLER, err
 
     assert tree(data_dir) == before
+    assert not (data_dir / ".lw" / "approvals").exists()  # no audit record was forged
     assert model.asked[asked:] == []
     owners = data_dir / ".lw" / "owners"
     assert len(list(owners.iterdir())) == 2  # the victim planner and its step only
