@@ -14,8 +14,10 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from temporalio.client import WorkflowFailureError
+from temporalio.client import ActivityFailureError, WorkflowFailureError
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import (
@@ -34,7 +36,7 @@ from lw_temporal._approvals._records import (
     RecordRequest,
 )
 from lw_temporal._topology import HostPin
-from lw_temporal.errors import UNVERIFIED_CALLER
+from lw_temporal.errors import INVALID_WORKFLOW_ID, UNVERIFIED_CALLER
 from lw_temporal.testing import ScriptedModel, tool
 
 from ._attack_support import Child, Handover, Strike, attacker, start_rogue, strike
@@ -234,6 +236,23 @@ async def test_an_impersonating_client_is_refused_and_nothing_leaks(
                 raise AssertionError("the handed-over planner ran")
             except WorkflowFailureError as err:
                 assert _failure_type(err) == UNVERIFIED_CALLER, err
+
+        # A standalone activity (no workflow at all), where the server runs them: the
+        # scope would come from nothing, so it is refused before it acts.
+        try:
+            answer = await client.execute_activity(
+                "lw.bash",
+                {"command": "echo pwned > /mnt/scratch/own/secret.txt"},
+                id=f"standalone-{task_queue}",
+                task_queue=task_queue,
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=RetryPolicy(maximum_attempts=1),
+            )
+            raise AssertionError(f"a standalone lw.bash ran: {answer}")
+        except RPCError:
+            pass  # a server that runs no standalone activities
+        except ActivityFailureError as err:
+            assert _failure_type(err) == INVALID_WORKFLOW_ID, err
 
     assert tree(data_dir) == before
     assert not (data_dir / ".lw" / "approvals").exists()  # no audit record was forged
