@@ -4,9 +4,10 @@ on the memory root (beside the stores' audit logs, which no agent sees), and the
 review page and ``approvals list --all --data-dir`` read them back.
 
 The workflow a record belongs to is the calling activity's own (``activity.info()``,
-confirmed by the server as an lw run this deployment runs), never a field of the request, and a retried write rewrites the same file with the same
-bytes, so a record is written once however often Temporal retries it. ``forget`` of a
-tree removes its records (they hold the commands its agents wrote).
+confirmed by the server as an lw run this deployment runs), never a field of the
+request, and a retried write rewrites the same file with the same bytes, so a record
+is written once however often Temporal retries it. ``forget`` of a tree removes its
+records (they hold the commands its agents wrote).
 """
 
 from __future__ import annotations
