@@ -31,10 +31,13 @@ MARK = "LONE-SURROGATE"
 DEEP = "DEEP-NEST"
 
 
-def _then_finish(command: str) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
+def _then_finish(
+    command: str, name: str = "bash", **more: Any
+) -> Callable[[ModelRequest], Awaitable[ModelResponse]]:
     async def brain(request: ModelRequest) -> ModelResponse:
         if request.turn == 0:
-            call = ToolCall(id="call_1", name="bash", arguments={"command": command})
+            arguments = {"command": command, **more}
+            call = ToolCall(id="call_1", name=name, arguments=arguments)
             return ModelResponse(text=f"listing {MARK}", tool_calls=[call], stop_reason="tool_use")
         (result,) = request.last_results()
         finish = ToolCall(id="call_2", name="finish", arguments={"summary": result.text})
@@ -102,6 +105,26 @@ async def test_arguments_nested_past_the_stack_are_one_error_result(
     summary = await _run(dev_env, data_dir, task_queue, model)
     assert len(standin.requests) == 2 and standin.violations == []
     assert "not a JSON object" in summary and "recursion" in summary, summary
+
+
+async def test_a_lone_surrogate_in_claudes_text_editor_is_one_error_result(
+    dev_env: WorkflowEnvironment, data_dir: Path, task_queue: str
+) -> None:
+    """Claude's native tools come back through the same reply normalization: a file
+    text holding a lone surrogate is not written, and the run goes on."""
+    brain = _then_finish(
+        "create",
+        name="str_replace_based_edit_tool",
+        path="/mnt/scratch/own/note.txt",
+        file_text=f"note {MARK}",
+    )
+    standin = _Anthropic(brain)
+    model = AnthropicModel(client=standin.client(), model="claude-sonnet-4-6", native_tools=True)
+    summary = await _run(dev_env, data_dir, task_queue, model)
+    assert len(standin.requests) == 2 and standin.violations == []
+    assert summary.startswith("str_replace_based_edit_tool: not run"), summary
+    assert "lone surrogate" in summary and "arguments['file_text']" in summary
+    assert not (data_dir / "runs" / f"run_hostile@{task_queue}" / "scratch" / "note.txt").exists()
 
 
 class Counted:
