@@ -255,7 +255,8 @@ class BashActivities:
         scope = self._scopes.get(key)
         if scope is None:
             # A store an approval rule guards is read-only to bash (_approvals._bashview).
-            scope = bash_view(self.config.activity_scope())
+            scope = bash_view(self.config.caller_scope())
+            self.config.settle(scope)
             if len(self._scopes) >= 1024:
                 self._scopes.clear()
             self._scopes[key] = scope
@@ -268,6 +269,8 @@ class BashActivities:
         # a dict lookup, with no thread to wake.
         info = activity.info()
         scope = self._scopes.get((info.workflow_id or "", info.workflow_type or ""))
+        # The server confirms the caller once per run (a dict lookup afterwards).
+        await self.config.callers.verify((scope or self.config.caller_scope()).agent_id)
         if scope is None:
             scope = await _beating(lambda: _heartbeat(0, 0), self._scope)
         safe_id = "".join(c if c.isalnum() or c in "._-" else "_" for c in info.activity_id)

@@ -26,6 +26,17 @@ Access = Literal["rw", "ro", "none"]
 QuarantinedStore = Literal["workflow", "org"]
 _GIT_AUTHOR = re.compile(r"[^<>\n]+ <[^<>\s]+>")
 
+#: Default fan-out bounds of a definition: children a planner starts per turn and per
+#: run, and the turns its whole tree (planner and steps) may take.
+MAX_CHILDREN_PER_TURN = 10
+MAX_CHILDREN = 50
+MAX_TREE_TURNS = 1000
+_DEFAULT_BOUNDS = {
+    "max_children_per_turn": MAX_CHILDREN_PER_TURN,
+    "max_children": MAX_CHILDREN,
+    "max_tree_turns": MAX_TREE_TURNS,
+}
+
 
 def canonical_json(value: Any) -> bytes:
     """Sorted keys, no insignificant whitespace, UTF-8 (DESIGN section 3)."""
@@ -128,9 +139,15 @@ class MemoryQuota(FrozenModel):
 
 
 class WorkflowDefinition(FrozenModel):
-    """One agent workflow: its id, what its agents are told, its memory, which of its
-    agents' actions a person approves first (``approvals``) and, when its agents need
-    hosts on the network, which ones (``network``; none by default).
+    """One agent workflow: its id, what its agents are told, its memory, how far a run
+    of it may go, which of its agents' actions a person approves first (``approvals``)
+    and, when its agents need hosts on the network, which ones (``network``; none by
+    default).
+
+    How far a run may go: turns per agent (``max_turns``), steps a planner starts per
+    turn and per run (``max_children_per_turn``, ``max_children``) and turns of the
+    whole tree, planner and steps (``max_tree_turns``). A model asking for more gets an
+    error result saying which bound it hit.
 
     ``git_author`` (``"Name <email>"``) is who its agents' git commits are by in the
     sandbox (default: the definition and role, ``cr worker <worker@cr.invalid>``); it
@@ -142,6 +159,10 @@ class WorkflowDefinition(FrozenModel):
     memory: MemoryConfig = MemoryConfig()
     quota: MemoryQuota = MemoryQuota()
     max_turns: int = Field(default=24, gt=0, le=10_000)
+    max_children_per_turn: int = Field(default=MAX_CHILDREN_PER_TURN, gt=0, le=1_000)
+    #: At most Temporal's default limit of pending children per workflow (2,000).
+    max_children: int = Field(default=MAX_CHILDREN, gt=0, le=2_000)
+    max_tree_turns: int = Field(default=MAX_TREE_TURNS, gt=0, le=1_000_000)
     approvals: tuple[ApprovalRule, ...] = Field(default=(), max_length=100)
     git_author: str | None = Field(default=None, exclude=True)
     network: NetworkPolicy | None = None
@@ -162,10 +183,14 @@ class WorkflowDefinition(FrozenModel):
 
     @model_serializer(mode="wrap")
     def _without_unset_sections(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """A definition without a network policy or approval rules dumps (and so
-        hashes) as before there were either: its pipeline store keeps its key."""
+        """A definition without a network policy or approval rules, and with the default
+        fan-out bounds, dumps (and so hashes) as before there were any of them: its
+        pipeline store keeps its key."""
         data = handler(self)
         if isinstance(data, dict):
+            for name, default in _DEFAULT_BOUNDS.items():
+                if data.get(name) == default:
+                    data.pop(name)
             if self.network is None:
                 data.pop("network", None)
             if not self.approvals:

@@ -21,7 +21,7 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from ._agent import MissingModel, Model, ModelActivities, prefers_local_activity
+from ._agent import Bounds, MissingModel, Model, ModelActivities, prefers_local_activity
 from ._agent._recorder import ResultRecorder
 from ._approvals._audit import ApprovalActivities
 from ._bash import BashActivities
@@ -206,6 +206,11 @@ class LittleWorkflowPlugin(SimplePlugin):
             local_activity=local_activity,
             orchestrator_instructions=orchestrator.instructions,
             orchestrator_max_turns=orchestrator.max_turns,
+            orchestrator_bounds=Bounds(
+                children_per_turn=orchestrator.max_children_per_turn,
+                children=orchestrator.max_children,
+                tree_turns=orchestrator.max_tree_turns,
+            ),
             context_budget_tokens=model_calls.context_budget_tokens,
             dreaming_instructions=dreaming.instructions_for,
             dreaming_max_turns=dreaming.max_turns,
@@ -286,6 +291,8 @@ class LittleWorkflowPlugin(SimplePlugin):
         """Check the roots before polling; a pinned worker also serves its host queue
         (Temporal's worker-specific task queue), for as long as the worker runs."""
         self.config.topology.check_start()
+        # Workflows on this queue are this deployment's: its activities may serve them.
+        self.config.callers.serve(worker.task_queue)
         queue = self._host_queue_of(worker.task_queue)
         if queue is None or self._is_host_queue(worker.task_queue):
             await super().run_worker(worker, next)

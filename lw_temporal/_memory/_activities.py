@@ -128,7 +128,7 @@ class MemoryActivities:
     async def read(self, request: MemoryReadRequest) -> ReadResult:
         """A file's content and ``content_sha256``; an absent file reads as
         ``exists=False``, so a store never written is simply empty."""
-        scope, mount, rel = self._resolve(request.path, write=False)
+        scope, mount, rel = await self._resolve(request.path, write=False)
         return await self._run(lambda _c: self._read(scope, mount, rel, request))
 
     def _read(self, scope: Scope, mount: Mount, rel: str, request: MemoryReadRequest) -> ReadResult:
@@ -199,7 +199,7 @@ class MemoryActivities:
     @activity.defn(name=RENAME)
     async def rename(self, request: MemoryRenameRequest) -> MutationResult:
         """Move a file or folder within its store: versions and audit on both names."""
-        _scope, to_mount, to_rel = self._resolve(request.new_path, write=True)
+        _scope, to_mount, to_rel = await self._resolve(request.new_path, write=True)
         assert to_mount.store is not None
         store = to_mount.store
         return await self._mutation(
@@ -226,7 +226,7 @@ class MemoryActivities:
     async def list_memory(self, request: MemoryListRequest) -> ListResult:
         """Files and folders below a memory path; ``/mnt/memory`` lists every store
         the scope shows."""
-        scope = self.config.activity_scope()
+        scope = await self.config.activity_scope()
         path = self._virtual(request.path)
         mount = scope.mount_at(path)
         if mount is not None and mount.store is not None:
@@ -244,7 +244,7 @@ class MemoryActivities:
     async def search(self, request: MemorySearchRequest) -> MemorySearchResult:
         """Ranked hits for a query over the memory the caller's role may read: its
         memory mounts (all, or those ``stores`` and ``path`` name), never another."""
-        scope = self.config.activity_scope()
+        scope = await self.config.activity_scope()
         targets = self._search_targets(scope, request)
         embedder = self.embedder
         query = Query(
@@ -341,8 +341,8 @@ class MemoryActivities:
             f"store it can see; its memory mounts are: {shown or 'none'}",
         )
 
-    def _resolve(self, path: str, *, write: bool) -> tuple[Scope, Mount, str]:
-        scope = self.config.activity_scope()
+    async def _resolve(self, path: str, *, write: bool) -> tuple[Scope, Mount, str]:
+        scope = await self.config.activity_scope()
         virtual = self._virtual(path)
         mount = scope.mount_at(virtual)
         if mount is None or mount.store is None:
@@ -362,7 +362,7 @@ class MemoryActivities:
         """The one way in for a mutation: resolve ``path`` in the caller's scope
         (writable mounts only), take the activity's provenance, run ``apply`` in a
         thread while heartbeating."""
-        scope, mount, rel = self._resolve(path, write=True)
+        scope, mount, rel = await self._resolve(path, write=True)
         assert mount.store is not None
         target = _Target(mount.store, rel, path, Provenance.from_activity(scope))
         result = await self._run(lambda cancel: apply(target, cancel))
