@@ -206,8 +206,8 @@ def explain(err: BaseException, args: argparse.Namespace | None = None) -> str:
                 parts.append(message)
             cause = cause.__cause__
         return " <- ".join(parts) or type(err).__name__
-    if isinstance(err, ApplicationError | CliError):
-        return str(err)
+    if isinstance(err, ApplicationError | CliError | ImportError):
+        return str(err)  # (an ImportError of lw's names the package to install)
     if isinstance(err, OSError) and err.filename:
         return f"{err.filename}: {err.strerror or err}"
     if isinstance(err, ValidationError):  # one line: where and why, not pydantic's report
