@@ -230,8 +230,8 @@ def operator() -> str:
 def failed(what: str, err: Exception) -> int:
     """Say on stderr that ``what`` failed and why (its cause too); the exit code."""
     message = str(err) or type(err).__name__
-    if isinstance(err, CliError | RPCError):
-        message = explain(err)
+    if isinstance(err, CliError | RPCError | OSError):
+        message = explain(err)  # (an OSError as its path and reason)
     cause = getattr(err, "cause", None) or err.__cause__
     if cause is not None and str(cause):
         message = f"{message}: {cause}"
