@@ -274,6 +274,22 @@ async def _check_worker(client: Client, args: argparse.Namespace) -> None:
     )
 
 
+async def _check_namespace(client: Client, args: argparse.Namespace) -> None:
+    """A workflow not found because its namespace is not there says so."""
+    from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
+
+    try:
+        await client.workflow_service.describe_namespace(
+            DescribeNamespaceRequest(namespace=args.namespace)
+        )
+    except RPCError as err:
+        if err.status is RPCStatusCode.NOT_FOUND:
+            raise CliError(
+                f"no namespace {args.namespace!r} on {args.address}: pass --namespace NAME "
+                "(or $TEMPORAL_NAMESPACE), or create it"
+            ) from None
+
+
 def _workflow_id(text: str) -> str:
     """A workflow ID of lw's grammar, or a usage error saying the grammar."""
     try:
@@ -288,6 +304,7 @@ async def status_command(args: argparse.Namespace) -> int:
     client = await connect(args)
     nodes = await fetch_tree(client, args.workflow_id)
     if nodes is None:
+        await _check_namespace(client, args)
         say(
             f"lw-temporal status: no workflow {args.workflow_id!r} in namespace "
             f"{args.namespace} on {args.address}",
@@ -306,6 +323,7 @@ async def cancel_command(args: argparse.Namespace) -> int:
         before = (await handle.describe()).status
     except RPCError as err:
         if err.status is RPCStatusCode.NOT_FOUND:
+            await _check_namespace(client, args)
             raise CliError(
                 f"no workflow {args.workflow_id!r} in namespace {args.namespace} on {args.address}"
             ) from None
