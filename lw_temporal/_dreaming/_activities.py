@@ -184,7 +184,7 @@ class DreamingActivities:
             dream.books.save_cursor(_advance(cursor, taken, audit_offset))
         return result
 
-    def _taint_from(self, dream: _Dream, items: list[dict[str, Any]]) -> None:
+    def _taint_from(self, dream: Dream, items: list[dict[str, Any]]) -> None:
         """A dream of tainted runs reads what they did: it is tainted too (its notes
         say so in their provenance, and their promotion, a person's, is audited so)."""
         gate = self.stores.gate
