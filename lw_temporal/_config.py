@@ -8,12 +8,13 @@ client that starts one) cannot point an activity at another data dir or definiti
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
 from temporalio import activity
 
+from ._callers import CallerCheck
 from ._definitions import DefinitionRegistry, WorkflowDefinition
 from ._errors import INVALID_WORKFLOW_ID, UNKNOWN_DEFINITION, lw_error
 from ._ids import DataLayout, InvalidWorkflowId
@@ -26,6 +27,12 @@ class LwConfig:
     layout: DataLayout
     definitions: DefinitionRegistry
     topology: Topology
+    #: Who may call this worker's activities (the server's word on each run).
+    callers: CallerCheck = field(default=None, compare=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.callers is None:
+            object.__setattr__(self, "callers", CallerCheck(self.layout, self.topology.host))
 
     @classmethod
     def create(
@@ -67,22 +74,39 @@ class LwConfig:
                 "LittleWorkflowPlugin(definitions=[...]) on this worker",
             ) from None
 
-    def activity_scope(self) -> Scope:
-        """The calling activity's scope: from ``activity.info()`` only, never arguments;
-        a regular activity first checks that this worker holds the run's scratch (a
-        local one runs beside its workflow task, wherever that is)."""
+    def caller_scope(self) -> Scope:
+        """The calling activity's scope as ``activity.info()`` claims it (not yet
+        confirmed by the server: see :meth:`activity_scope`)."""
         info = activity.info()
         if not info.workflow_id or not info.workflow_type:
             raise lw_error(
                 INVALID_WORKFLOW_ID,
                 "lw activities run only inside an lw workflow (no workflow id in activity info)",
             )
-        scope = self.scope_of(info.workflow_id, info.workflow_type)
+        return self.scope_of(info.workflow_id, info.workflow_type)
+
+    def settle(self, scope: Scope) -> None:
+        """A confirmed caller's first touch of this worker: a regular activity checks
+        that this worker holds the run's scratch (a local one runs beside its workflow
+        task, wherever that is), and the run's manifest is recorded. May block on a
+        store's lock (the manifest): call it in a thread where that matters."""
+        info = activity.info()
         if not info.is_local:
-            self.topology.check_placement(info.workflow_id, scope.agent_id)
+            self.topology.check_placement(scope.workflow_id, scope.agent_id)
         from ._memory._manifest import record_manifest  # the run's first touch records it
 
         record_manifest(
-            self.layout, scope, run_id=info.workflow_run_id, workflow_type=info.workflow_type
+            self.layout, scope, run_id=info.workflow_run_id, workflow_type=info.workflow_type or ""
         )
+
+    async def activity_scope(
+        self, *, chain: str | None = None, parent_run: str | None = None
+    ) -> Scope:
+        """The calling activity's scope: from ``activity.info()`` only, never arguments,
+        and only once the caller is confirmed as the run its ID names and its run chain
+        owns the ID (``_callers``; ``chain`` and ``parent_run`` count only for a local
+        activity, whose input its own workflow made on this worker)."""
+        scope = self.caller_scope()
+        await self.callers.verify(scope.agent_id, chain=chain, parent_run=parent_run)
+        self.settle(scope)
         return scope

@@ -398,6 +398,7 @@ async def run_corpus(
         data / ".lw" / "stores",
         data / ".lw" / "manifests",
         data / ".lw" / "identities",  # the agents' leases of their uids
+        data / ".lw" / "owners",
     ]
     try:
         async with bash_worker(dev_env, plugin) as bash:

@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -50,6 +50,7 @@ from ._index import Usage, tree_id
 from ._journal import Cancelled, locked
 from ._names import STORE_FORMS, StoreNotFound, redaction_pattern
 from ._prune import StoreRetention
+from ._quarantine import StoreQuarantine
 from ._reads import list_files, read, read_bytes
 from ._records import (
     AuditEntry,
@@ -71,12 +72,15 @@ from ._txn import StoreFiles, Txn
 from ._versions import history, sha256
 from ._writer import StoreWriter
 
+if TYPE_CHECKING:
+    from ._gate import TaintGate
+
 __all__ = ["STORE_FORMS", "Cancelled", "MemoryStores", "StoreNotFound"]
 
 _R = TypeVar("_R", bound=BaseModel)
 
 
-class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
+class MemoryStores(StoreSearch, StoreMoves, StoreRetention, StoreQuarantine):
     """The memory stores of one data dir.
 
     Args:
@@ -102,6 +106,7 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
         self._writer = StoreWriter(
             self.state_dir, self.root, self.scanner, self.quota, lock_timeout
         )
+        self.gate: TaintGate | None = None  # see StoreQuarantine
 
     @classmethod
     def for_config(
@@ -178,6 +183,9 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
         cancel: threading.Event | None = None,
     ) -> MutationResult:
         """Create or replace a file."""
+        provenance, hold = self._route(store, provenance, path)
+        if hold is not None:
+            return hold.file_op(path, provenance, "write", shown, lambda _o: content, if_sha256)
         return self._file_op(
             store, path, provenance, "write", shown, cancel, lambda _old: content, if_sha256
         )
@@ -198,6 +206,12 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
         seam before them) are scanned, so an old finding does not block every later
         append while a secret split across two appends is still caught."""
         shown = shown or f"{store}:{path}"
+        provenance, hold = self._route(store, provenance, path)
+        if hold is not None:
+            return hold.file_op(
+                path, provenance, "append", shown, lambda old: (old or b"") + content,
+                if_sha256, append=content,
+            )  # fmt: skip
         parts = file_parts(path, shown, provenance)
         who = provenance.who()
 
@@ -250,6 +264,9 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
                 raise lw_error(INVALID_REQUEST, f"{provenance.who()}: {where} {problem}")
             return text.replace(old, new, 1).encode("utf-8")
 
+        provenance, hold = self._route(store, provenance, path)
+        if hold is not None:
+            return hold.file_op(path, provenance, "replace", where, edit, if_sha256)
         return self._file_op(store, path, provenance, "replace", shown, cancel, edit, if_sha256)
 
     def restore(
@@ -327,6 +344,9 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
     ) -> MutationResult:
         """Remove a file, or a folder with everything in it when ``recursive``."""
         shown = shown or f"{store}:{path}"
+        provenance, hold = self._route(store, provenance, path)
+        if hold is not None:
+            return hold.delete(path, provenance, recursive, if_sha256, shown)
         parts = _fs.clean_relative(path, shown)
         who = provenance.who()
         if not parts:
@@ -391,6 +411,9 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
         command's own result) is kept in the idempotency ledger with the commit, for
         :meth:`recorded`. ``heartbeat`` is called as the changes are checked.
         """
+        provenance, hold = self._route(store, provenance, *(c.path for c in changes))
+        if hold is not None:
+            return hold.staged(changes, provenance)
         body = staged_body(store, changes, heartbeat)
         return self._writer.mutate(
             store, provenance, "bash", body, StagedCommitResult, cancel, attachment=attachment
@@ -481,6 +504,8 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
         key = provenance.idempotency_key
         if key is None:
             return None
+        if (held := self._held_record(store, provenance)) is not None:
+            return held
         files = self.files(store)
         record = files.ledger.get(key)
         if record is None and files.journal.pending() is not None:
