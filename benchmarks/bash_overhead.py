@@ -77,6 +77,9 @@ async def timed(fn: Callable[[], Awaitable[object]]) -> tuple[float, float]:
 async def main(rounds: int) -> None:
     with tempfile.TemporaryDirectory() as data_dir:
         config = LwConfig.create(data_dir, [WorkflowDefinition(id="bench")])
+        # Run in an ActivityEnvironment, so without caller checks (benchmarks/callers.py
+        # measures what they add to a pipeline).
+        config.callers.enabled = False
         activities = BashActivities(config)
         backend = activities.backend()
         assert isinstance(backend, BwrapBackend)
