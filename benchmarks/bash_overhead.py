@@ -10,9 +10,10 @@ files and environment; only the overlay is a plain bind of its lower folder, sin
 has no overlay) with the same ``bash -c true`` through
 ``subprocess.run(capture_output=True)``, loading the same seccomp filter the same way
 (``--seccomp``, a fresh descriptor each run as lw.bash does): no pre-check, no
-rlimits, no pids cgroup, no output caps. It runs as the same sandbox user (a root
-worker's commands never run as host root), started the same way (the spawning thread
-takes the user's ids around a vfork). The runners take turns in a rotating order, so
+rlimits, no pids cgroup, no output caps. It runs as the same per-agent user, the uid,
+gid and groups lw.bash leases to that agent (a root worker's commands never run as
+host root), started the same way (the spawning thread takes the user's ids around a
+vfork). The runners take turns in a rotating order, so
 none always pays for the namespace teardown of the same predecessor, and the event
 loop turns once after each, as a worker's does between two activities: what lw.bash
 does once its activity is done (unmount the overlay a planner's command used and mount
@@ -41,7 +42,7 @@ from temporalio.testing import ActivityEnvironment
 from lw_temporal import BashRequest, WorkflowDefinition
 from lw_temporal._bash import BashActivities
 from lw_temporal._config import LwConfig
-from lw_temporal._sandbox import BwrapBackend, SandboxSpec
+from lw_temporal._sandbox import BwrapBackend, SandboxSpec, SandboxUser
 from lw_temporal._sandbox._identity import thread_as
 from lw_temporal._scope import Mount, Scope
 
@@ -51,10 +52,12 @@ ROLES = {
 }
 
 
-def bare_spec(activities: BashActivities, scope: Scope, backend: BwrapBackend) -> SandboxSpec:
-    """lw.bash's own spec of ``true`` in ``scope``, its overlay a plain bind."""
+def bare_spec(
+    activities: BashActivities, scope: Scope, backend: BwrapBackend, user: SandboxUser | None
+) -> SandboxSpec:
+    """lw.bash's own spec of ``true`` in ``scope`` as ``user``, its overlay a plain bind."""
     staged: list[tuple[Mount, Path]] = []
-    spec = activities._spec(scope, backend, "true", 120, staged)
+    spec = activities._spec(scope, backend, "true", 120, staged, user=user)
     for _, folder in staged:
         shutil.rmtree(folder)
     mounts = tuple(dataclasses.replace(m, staging=None) for m in spec.mounts)
@@ -74,6 +77,9 @@ async def timed(fn: Callable[[], Awaitable[object]]) -> tuple[float, float]:
 async def main(rounds: int) -> None:
     with tempfile.TemporaryDirectory() as data_dir:
         config = LwConfig.create(data_dir, [WorkflowDefinition(id="bench")])
+        # Run in an ActivityEnvironment, so without caller checks (benchmarks/callers.py
+        # measures what they add to a pipeline).
+        config.callers.enabled = False
         activities = BashActivities(config)
         backend = activities.backend()
         assert isinstance(backend, BwrapBackend)
@@ -91,7 +97,9 @@ async def main(rounds: int) -> None:
                 assert result.exit_code == 0, result
                 return result
 
-            bare = bare_spec(activities, scope, backend)
+            # The agent's own identity, as lw.bash leases it to this scope.
+            user = activities.identities.user(scope, 120)
+            bare = bare_spec(activities, scope, backend, user)
 
             async def bare_bwrap(bare: SandboxSpec = bare) -> object:
                 # The same account files as lw.bash writes into the root, fresh each run.
@@ -100,7 +108,7 @@ async def main(rounds: int) -> None:
                 fds = (fd, *(f for f, _ in files))
                 try:
                     argv, _ = backend.bwrap_argv(bare, seccomp_fd=fd, files=files)
-                    with thread_as(activities.user):
+                    with thread_as(bare.user):
                         proc = subprocess.Popen(  # noqa: ASYNC220
                             argv,
                             stdout=subprocess.PIPE,

@@ -25,7 +25,6 @@ import contextlib
 import functools
 import logging
 import os
-import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path, PurePosixPath
@@ -35,6 +34,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ._approvals._bashview import bash_view
+from ._bash_identity import CommandIdentities, secure_layout
 
 # The request and result models live beside this module; importers keep finding them here.
 from ._bash_models import BashRequest as BashRequest
@@ -66,14 +66,16 @@ from ._sandbox import (
     SandboxSpec,
     SandboxUnavailable,
     SandboxUser,
+    StagingPool,
     SweepReport,
     WorkerClaim,
     apply_changes,
     collect_changes,
+    forget_staging,
+    make_staging,
     release_staging,
     remove_tree,
     run_sandboxed,
-    secure_data_dir,
     select_backend,
     self_test,
     shown_name,
@@ -81,7 +83,9 @@ from ._sandbox import (
     staging_root,
     sweep,
 )
+from ._sandbox._leases import PoolExhausted
 from ._sandbox._netbroker import NO_BROKER
+from ._sandbox._oom import protect_worker
 from ._scope import Mount, Scope, StoreRef
 
 BASH_ACTIVITY = "lw.bash"
@@ -129,9 +133,9 @@ class BashActivities:
         commit_staged: how bash-made memory changes are committed.
         capture_limits: the most one command may leave in a writable memory mount
             (entries, depth, sizes, name lengths) before any of it is committed.
-        sandbox_uid: host uid of the commands when the worker runs as root (default
-            ``64000``); a non-root worker runs them as itself.
-        sandbox_gid: host gid likewise (default ``64000``).
+        sandbox_ids: the host ids a root worker leases to agents, one uid and gid per
+            agent (the first is the group they share; default ``DEFAULT_IDS``); a
+            non-root worker runs every command as itself.
         egress: the egress proxy's per-command limits (agents with a network policy).
         taint: the memory side's taint rules (what a command's view and network use
             make of its run, and the held view of a tainted run's stores); ``None``:
@@ -150,8 +154,7 @@ class BashActivities:
         limits: Limits | None = None,
         commit_staged: Committer | None = None,
         capture_limits: CaptureLimits | None = None,
-        sandbox_uid: int | None = None,
-        sandbox_gid: int | None = None,
+        sandbox_ids: range | None = None,
         egress: ProxyLimits | None = None,
         taint: CommandTaint | None = None,
     ) -> None:
@@ -165,18 +168,19 @@ class BashActivities:
         self.limits = limits or Limits()
         self.commit_staged: Committer = commit_staged or apply_staged
         self.capture_limits = capture_limits or CaptureLimits()
-        self.user = SandboxUser.for_worker(sandbox_uid, sandbox_gid)
-        self._data_dir_problem = secure_data_dir(config.layout.root, self.user)
+        layout = config.layout
+        self.identities = CommandIdentities(layout.local_state, layout.runs, sandbox_ids)
+        #: Who the self-test runs as: the shared id, which is no agent's uid.
+        self.user = SandboxUser.for_worker(sandbox_ids)
+        self._data_dir_problem = self.identities.problem or secure_layout(
+            layout, self.identities.shared_gid
+        )
         self._backend: Backend | None = None
         self._tested: str | None = None
         self._testing = asyncio.Lock()
         self._scopes: dict[tuple[str, str], Scope] = {}
-        # Staging folders (upper/work/merged) whose command wrote nothing are reused:
-        # creating and removing three folders per command costs about as much as the
-        # overlay mount itself. Kept per thread: the thread that runs a command keeps
-        # an overlay mounted on its staging folder for the next one (see
-        # ``_sandbox._threadmounts``), which no other thread may reuse.
-        self._idle_staging: dict[int, list[Path]] = {}
+        #: Idle staging folders, reused by the next command of the same agent.
+        self._staging_pool = StagingPool()
         self._claim: WorkerClaim | None = None
         #: The worker's egress proxy (its process starts with the first command of an
         #: agent with a network policy).
@@ -203,6 +207,7 @@ class BashActivities:
         command. A failure is logged here and refuses every command (typed,
         non-retryable), while the worker's other activities keep serving."""
         await asyncio.to_thread(self.sweep_leftovers)
+        protect_worker()
         try:
             await self.ready_backend()
         except ApplicationError as err:
@@ -306,19 +311,22 @@ class BashActivities:
         if self.taint is not None:
             self.taint.before_command(scope)  # a few stat calls: what the view holds
         timeout = min(request.timeout_seconds or self.default_timeout, self.max_timeout)
+        user = await self._user(scope, timeout, heartbeat)
         staged: list[tuple[Mount, Path]] = []
         held: list[str] = []
         spec: SandboxSpec | None = None
         network = await self._network(scope, backend, tag, run_id)
         use: NetworkUse | None = None
         try:
-            spec = self._spec(scope, backend, request.command, timeout, staged, network)
+            spec = self._spec(
+                scope, backend, request.command, timeout, staged, user=user, network=network
+            )
             out_dir = scope.own_scratch / OUTPUT_FOLDER
             stdout = OutputSink(
-                self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stdout", self.user
+                self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stdout", user
             )
             stderr = OutputSink(
-                self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stderr", self.user
+                self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stderr", user
             )
             live = None if heartbeat is None else _with_tails(heartbeat, stdout, stderr)
             if network is not None and self.taint is not None:
@@ -400,6 +408,24 @@ class BashActivities:
             network=use,
         )
 
+    async def _user(
+        self, scope: Scope, runs_for: float, heartbeat: Callable[[int, int], None] | None
+    ) -> SandboxUser | None:
+        """The command's host identity (a root worker's per-agent ids); leasing a new
+        one touches the lease table, in a thread, heartbeating (giving a scratch to a
+        new number re-owns all of it)."""
+        own = scope.own_scratch
+        if not own.is_dir():
+            own.mkdir(parents=True, exist_ok=True)
+        identities = self.identities
+        try:
+            if not identities.needs_io(scope, runs_for):
+                return identities.user(scope, runs_for)
+            beat = None if heartbeat is None else lambda: heartbeat(0, 0)
+            return await _beating(beat, identities.user, scope, runs_for)
+        except PoolExhausted as err:
+            raise lw_error(SANDBOX_FAILED, f"workflow {scope.workflow_id}: {err}") from None
+
     def _network_taint(self, scope: Scope, use: NetworkUse) -> None:
         """A command that got network responses taints its run before its memory
         changes commit (so they are held); when the proxy could not say what the
@@ -428,6 +454,12 @@ class BashActivities:
                 f"workflow {scope.workflow_id}: the egress proxy cannot start: {err}",
             ) from None
 
+    def user_of(self, scope: Scope) -> SandboxUser | None:
+        """The host identity of ``scope``'s agent, for work done on its scratch outside a
+        command (Claude's text editor): the uid its commands run as. Touches the lease
+        table when the agent has none yet: call it in a thread."""
+        return self.identities.user(scope, self.default_timeout)
+
     def _spec(
         self,
         scope: Scope,
@@ -435,18 +467,23 @@ class BashActivities:
         command: str,
         timeout: float,
         staged: list[tuple[Mount, Path]],
+        *,
+        user: SandboxUser | None = None,
         network: EgressSession | None = None,
     ) -> SandboxSpec:
-        """The neutral sandbox spec of one command in ``scope``: its mounts (staging an
-        overlay for each writable memory mount where the backend has a mount view)."""
+        """The neutral sandbox spec of one command in ``scope`` run as ``user`` (leased
+        here when not given): its mounts (staging an overlay for each writable memory
+        mount where the backend has a mount view)."""
         own = scope.own_scratch
         if not own.is_dir():
             own.mkdir(parents=True, exist_ok=True)
-        if self.user is not None:
-            self.user.own(own)
+        if user is None:
+            user = self.identities.user(scope, timeout)
+        if user is not None:
+            user.own(own, 0o750)
         overlay = backend.has_mount_view
         empty = _empty_dir(scope)
-        mounts = tuple(self._mount(scope, m, staged, overlay, empty) for m in scope.mounts)
+        mounts = tuple(self._mount(scope, m, staged, overlay, empty, user) for m in scope.mounts)
         private: Path | None = None
         if not backend.has_mount_view:
             private = scope.layout.local_state / "sandbox" / f"run-{self.claim().name()}"
@@ -459,7 +496,7 @@ class BashActivities:
             limits=self.limits,
             timeout=timeout,
             private_dir=private,
-            user=self.user,
+            user=user,
             account=_account(scope),
             network=None
             if network is None
@@ -475,16 +512,10 @@ class BashActivities:
         """Return clean staging folders for reuse; remove used ones and the private dir
         (heartbeating: removing what a command left, 50,000 folders, can take long)."""
         keep_alive = None if heartbeat is None else lambda: heartbeat(0, 0)
-        idle = self._idle_staging.setdefault(threading.get_ident(), [])
         for _, folder in staged:
-            if staging_changed(folder):
-                release_staging(folder)
-                await _beating(keep_alive, _discard, folder)
-            elif len(idle) < _IDLE_STAGING_MAX:
-                idle.append(folder)
-            else:
-                release_staging(folder)
-                _discard(folder)
+            for gone in self._staging_pool.keep(folder):
+                release_staging(gone)
+                await _beating(keep_alive, _discard, gone)
         if private is not None:
             await _beating(keep_alive, _discard, private)
 
@@ -495,6 +526,7 @@ class BashActivities:
         staged: list[tuple[Mount, Path]],
         overlay: bool,
         empty: Path,
+        user: SandboxUser | None,
     ) -> SandboxMount:
         """The sandbox mount of one scope mount (missing stores show as empty folders).
 
@@ -512,30 +544,25 @@ class BashActivities:
             # A tainted run's writes to this store are held: its overlay starts from
             # them, in a staging folder of its own (a reused one may be mounted).
             held = self.taint is not None and self.taint.holds(scope, mount)
-            folder = self._staging(scope, fresh=held)
+            folder = self._staging(scope, user, fresh=held)
             if held and self.taint is not None:
-                self.taint.populate(scope, mount, folder / "upper", self.user)
+                self.taint.populate(scope, mount, folder / "upper", user)
             staged.append((mount, folder))
             return SandboxMount(source, mount.virtual, Mode.RW, folder)
         return SandboxMount(source, mount.virtual, mount.mode)
 
-    def _staging(self, scope: Scope, *, fresh: bool = False) -> Path:
-        """An empty staging folder set: an idle one of this data dir (unless
-        ``fresh``), or a new one."""
+    def _staging(self, scope: Scope, user: SandboxUser | None, *, fresh: bool = False) -> Path:
+        """An empty staging folder set of ``user``: an idle one of this data dir left
+        pristine by its last command (see ``_sandbox._staging``; unless ``fresh``), or
+        a new one."""
         root = staging_root(scope.layout.local_state / "staging", self.user, self.claim().owner)
-        idle = None if fresh else self._idle_staging.get(threading.get_ident())
-        while idle:
-            folder = idle.pop()
-            if folder.parent == root and not staging_changed(folder):
-                return folder
-            release_staging(folder)
-            _discard(folder)
-        folder = root / self.claim().name()
-        for name in ("upper", "work", "merged", "lower"):
-            (folder / name).mkdir(parents=True)
-        if self.user is not None:  # the overlay's root is the upper folder: the user's
-            self.user.own(folder / "upper", 0o755)
-        return folder
+        if fresh:
+            return make_staging(root / self.claim().name(), user)
+        folder, stale = self._staging_pool.take(root, user)
+        for gone in stale:
+            release_staging(gone)
+            _discard(gone)
+        return folder or make_staging(root / self.claim().name(), user)
 
     def _commit(
         self, scope: Scope, staged: list[tuple[Mount, Path]], held: list[str]
@@ -578,10 +605,6 @@ class BashActivities:
         return changes, refused
 
 
-#: Idle staging folder sets kept for reuse (one per concurrent overlay command suffices).
-_IDLE_STAGING_MAX = 16
-
-
 #: The most memory changes (and refusals) a result lists; ``*_count`` gives the total.
 MAX_LISTED_CHANGES = 100
 #: The last refusal of a command whose memory changes were all discarded at capture.
@@ -605,6 +628,7 @@ def _refusal(mount: Mount, path: str, reason: str) -> str:
 
 def _discard(folder: Path) -> None:
     """Remove a used staging folder set, whatever depth or names a command left."""
+    forget_staging(folder)
     try:
         remove_tree(folder)
     except OSError as err:

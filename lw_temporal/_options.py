@@ -23,6 +23,7 @@ from ._egress._patterns import PatternError, normalise_name
 from ._memory import Embedder, QuarantinePolicy
 from ._privacy import KeyStore
 from ._sandbox import Limits
+from ._sandbox._leases import check_ids
 from ._scan import Scanner
 from ._topology import DEFAULT_HOST_TIMEOUT
 
@@ -97,9 +98,16 @@ class BashOptions:
     #: Put each command's text (capped, secret-looking parts removed) on its
     #: ``lw.bash`` span; by default a span holds only the command's sha256.
     trace_commands: bool = False
+    #: The host ids a root worker gives agents: each agent (workflow ID) runs as a uid
+    #: and gid of its own from this range, leased while it runs commands; the first id
+    #: is the group all agents share. ``None``: 16,384 ids from ``0x70000000``. Workers
+    #: sharing a runs root share their leases; pick ids no account or container uses.
+    sandbox_ids: range | None = None
 
     def __post_init__(self) -> None:
         _positive("BashOptions", "output_cap", self.output_cap)
+        if self.sandbox_ids is not None:
+            check_ids(self.sandbox_ids)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -187,12 +187,14 @@ class LittleWorkflowPlugin(SimplePlugin):
             output_cap=bash.output_cap,
             limits=bash.limits,
             commit_staged=bash_committer(self.memory),
+            sandbox_ids=bash.sandbox_ids,
             egress=(egress or EgressOptions()).limits(),
             taint=self.memory.gate,
         )
         activities += self.bash_activities.callables
-        #: Claude's text editor and memory tool over the same stores and sandbox user.
-        self.edit_activities = EditActivities(self.memory_activities, self.bash_activities.user)
+        #: Claude's text editor and memory tool over the same stores, each agent's
+        #: scratch written as the uid its commands run as.
+        self.edit_activities = EditActivities(self.memory_activities, self.bash_activities.user_of)
         activities += self.edit_activities.callables
         workflows: list[type] = list(WORKFLOWS)
         local_activity = model_calls.local_activity

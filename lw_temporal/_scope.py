@@ -68,6 +68,8 @@ class Mount:
     mode: Mode
     purpose: str
     store: StoreRef | None = None
+    #: For a scratch mount: the workflow ID of the agent whose scratch it is.
+    owner: str | None = None
 
     @property
     def writable(self) -> bool:
@@ -189,7 +191,9 @@ def _peer_mounts(definition: WorkflowDefinition, layout: DataLayout) -> list[Mou
 
 
 def _scratch(agent_id: AgentId, layout: DataLayout, name: str, mode: Mode, purpose: str) -> Mount:
-    return Mount(MNT / "scratch" / name, layout.scratch(agent_id), mode, purpose)
+    return Mount(
+        MNT / "scratch" / name, layout.scratch(agent_id), mode, purpose, owner=str(agent_id)
+    )
 
 
 def _from_orchestrator(agent_id: AgentId, layout: DataLayout) -> list[Mount]:

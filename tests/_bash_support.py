@@ -9,11 +9,12 @@ the plugin's activities but without the plugin's own workflows.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -41,12 +42,13 @@ class Commands:
     timeout_seconds: float | None = None
     activity_timeout_seconds: float = 120.0
     heartbeat_timeout_seconds: float = 30.0
+    #: Run them all at once (as a model's parallel tool calls do), not one by one.
+    parallel: bool = False
 
 
 async def _run_all(commands: Commands) -> list[BashResult]:
-    results: list[BashResult] = []
-    for command in commands.commands:
-        result = await workflow.execute_activity(
+    def one(command: str) -> Awaitable[BashResult]:
+        return workflow.execute_activity(
             "lw.bash",
             BashRequest(command=command, timeout_seconds=commands.timeout_seconds),
             result_type=BashResult,
@@ -54,8 +56,10 @@ async def _run_all(commands: Commands) -> list[BashResult]:
             heartbeat_timeout=timedelta(seconds=commands.heartbeat_timeout_seconds),
             retry_policy=RetryPolicy(maximum_attempts=1),
         )
-        results.append(result)
-    return results
+
+    if commands.parallel:
+        return list(await asyncio.gather(*(one(c) for c in commands.commands)))
+    return [await one(command) for command in commands.commands]
 
 
 RUN_COMMANDS = "commands"
@@ -104,15 +108,19 @@ class BashRunner:
         *,
         timeout_seconds: float | None = None,
         heartbeat_timeout_seconds: float = 30.0,
+        parallel: bool = False,
     ) -> list[BashResult]:
-        """Run ``commands`` in order as the agent ``workflow_id`` (its role follows
-        from the ID), in the one run of that ID this runner keeps open (started under
-        its ancestors' runs, as lw starts it)."""
+        """Run ``commands`` in order (or all at once) as the agent ``workflow_id`` (its
+        role follows from the ID), in the one run of that ID this runner keeps open
+        (started under its ancestors' runs, as lw starts it)."""
         result: list[BashResult] = await self.sessions.call(
             workflow_id,
             RUN_COMMANDS,
             Commands(
-                list(commands), timeout_seconds, heartbeat_timeout_seconds=heartbeat_timeout_seconds
+                list(commands),
+                timeout_seconds,
+                heartbeat_timeout_seconds=heartbeat_timeout_seconds,
+                parallel=parallel,
             ),
             list[BashResult],
         )

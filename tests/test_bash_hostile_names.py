@@ -124,6 +124,7 @@ async def test_hostile_names_are_refused_and_the_store_stays_usable(
     scope = plugin.config.scope_of(planner, "lw.Planner")
     scope.own_scratch.mkdir(parents=True)
     async with bash_worker(dev_env, plugin) as bash:
+        await bash.one(planner, "true")  # the lease sets owners and modes: before comparing
         for case, command, quoted, why in HOSTILE:
             before = data_snapshot(scope)
             result, after_it = await bash.run(

@@ -56,6 +56,7 @@ async def test_hostile_shapes_are_refused_before_reading(
     plugin.memory.write(ref, "notes.md", b"notes\n", provenance=Provenance.admin("seed"))
     store = plugin.memory.root(ref)
     async with bash_worker(dev_env, plugin) as bash:
+        await bash.one(planner, "true")  # the lease sets owners and modes: before comparing
         for case, command, words in REFUSED:
             before = data_snapshot(scope)
             result, after_it = await bash.run(planner, [command, f"cat {MEMORY}/notes.md"])

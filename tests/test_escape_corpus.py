@@ -397,10 +397,14 @@ async def run_corpus(
         # The worker's own bookkeeping of the stores and runs a command touched.
         data / ".lw" / "stores",
         data / ".lw" / "manifests",
+        data / ".lw" / "identities",  # the agents' leases of their uids
         data / ".lw" / "owners",
     ]
     try:
         async with bash_worker(dev_env, plugin) as bash:
+            # The agent's first command gives its scratch and stores their owners and
+            # modes (its uid's lease): done before anything is compared.
+            await bash.one(WORKER, "true")
             for name, build, _ in attempts:
                 before = snapshot(base, skip=writable)
                 result = await bash.one(WORKER, build(w), timeout_seconds=60)

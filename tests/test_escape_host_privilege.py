@@ -1,5 +1,5 @@
 """Escape class: host privilege from a command. Under a root worker no command runs
-as host uid 0: what it leaves in scratch or memory belongs to the sandbox user, is
+as host uid 0: what it leaves in scratch or memory belongs to its agent's own uid, is
 never setuid/setgid nor a device, and the data dir is closed to other users. Under
 Landlock a command cannot signal the worker either."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal._sandbox._identity import DEFAULT_GID, DEFAULT_UID
+from lw_temporal._sandbox._leases import DEFAULT_IDS
 from tests._escape_support import BACKENDS, PLANNER, WORKER, running
 
 ATTACKS = [
@@ -58,10 +58,10 @@ def _assert_unprivileged(data_dir: Path, scratch: Path) -> None:
     assert _privileged(data_dir) == []
     if os.geteuid() == 0:
         owners = {os.lstat(p).st_uid for p in [scratch, *scratch.rglob("*")]}
-        assert owners == {DEFAULT_UID}, owners
+        assert len(owners) == 1 and owners <= set(DEFAULT_IDS[1:]), owners  # the agent's own
         st = data_dir.stat()
-        assert (stat.S_IMODE(st.st_mode), st.st_gid) == (0o750, DEFAULT_GID)
-        assert stat.S_IMODE(scratch.stat().st_mode) == 0o700
+        assert (stat.S_IMODE(st.st_mode), st.st_gid) == (0o750, DEFAULT_IDS[0])
+        assert stat.S_IMODE(scratch.stat().st_mode) == 0o750
     else:
         assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
 

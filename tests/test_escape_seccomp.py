@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal._sandbox._identity import DEFAULT_UID
+from lw_temporal._sandbox._leases import DEFAULT_IDS
 from tests._escape_support import BACKENDS, WORKER, running, syscall
 
 EPERM, ENOSYS = errno.EPERM, errno.ENOSYS
@@ -33,6 +33,7 @@ EVERYWHERE = [
     ("add_key", "libc.syscall(248, b'user', b'k', b'v', 1, -3)", EPERM),
     ("request_key", "libc.syscall(249, b'user', b'k', None, -3)", EPERM),
     ("bpf", "libc.syscall(321, 0, None, 0)", EPERM),
+    ("memfd_secret", "libc.syscall(447, 0)", EPERM),
     ("ptrace", "libc.syscall(101, 0, 0, 0, 0)", EPERM),
     ("process_vm_readv", "libc.syscall(310, 1, None, 0, None, 0, 0)", EPERM),
     ("kexec_load", "libc.syscall(246, 0, 0, None, 0)", EPERM),
@@ -81,9 +82,10 @@ def _sysv_ids() -> set[str]:
     """The host's SysV objects a command could have made: those of the user commands
     run as (the sandbox user under a root worker, else the worker's), so another
     process of the host making its own meanwhile changes nothing here."""
-    owners = {str(DEFAULT_UID) if os.geteuid() == 0 else str(os.geteuid())}
+    owners = {str(u) for u in DEFAULT_IDS} if os.geteuid() == 0 else {str(os.geteuid())}
     with contextlib.suppress(KeyError):
-        owners.add(pwd.getpwuid(int(next(iter(owners)))).pw_name)
+        if os.geteuid() != 0:
+            owners.add(pwd.getpwuid(os.geteuid()).pw_name)
     listing = subprocess.run(["ipcs"], capture_output=True, text=True, check=False).stdout
     return {
         line for line in listing.splitlines() if line.split()[2:3] and line.split()[2] in owners

@@ -122,16 +122,16 @@ def test_quota_counts_kept_versions_and_says_so(data_dir: Path) -> None:
     from lw_temporal import MemoryQuota
 
     stores = MemoryStores(
-        DataLayout.at(data_dir), quota=lambda _s: MemoryQuota(max_bytes=3000, max_files=3)
+        DataLayout.at(data_dir), quota=lambda _s: MemoryQuota(max_bytes=300_000, max_files=3)
     )
-    stores.write(STORE, "a.md", b"a" * 1000, provenance=ADMIN)
-    stores.write(STORE, "a.md", b"b" * 1000, provenance=ADMIN)  # the old one is kept
-    assert stores.usage(STORE).versions >= 1000
+    stores.write(STORE, "a.md", b"a" * 100_000, provenance=ADMIN)
+    stores.write(STORE, "a.md", b"b" * 100_000, provenance=ADMIN)  # the old one is kept
+    assert stores.usage(STORE).versions >= 100_000
     with pytest.raises(ApplicationError) as err:
-        stores.write(STORE, "b.md", b"c" * 1001, provenance=ADMIN)
+        stores.write(STORE, "b.md", b"c" * 100_001, provenance=ADMIN)
     assert "in kept versions" in err.value.message and "prune" in err.value.message
     assert stores.prune_versions(STORE, keep_last=1) == 1
-    stores.write(STORE, "b.md", b"c" * 1001, provenance=ADMIN)
+    stores.write(STORE, "b.md", b"c" * 100_001, provenance=ADMIN)
     stores.write(STORE, "d/x.md", b"x", provenance=ADMIN)  # folder d counts as an entry
     with pytest.raises(ApplicationError) as err:
         stores.write(STORE, "e.md", b"x", provenance=ADMIN)

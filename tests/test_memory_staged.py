@@ -93,9 +93,12 @@ def test_all_or_nothing(data_dir: Path, tmp_path: Path) -> None:
 
 
 def test_quota_counts_the_whole_command(data_dir: Path, tmp_path: Path) -> None:
-    stores = MemoryStores(DataLayout.at(data_dir), quota=lambda _s: MemoryQuota(max_bytes=10))
+    # Two 4,000-byte files and their records (about 1 KiB each) fit; three do not.
+    quota = MemoryQuota(max_bytes=10_500)
+    stores = MemoryStores(DataLayout.at(data_dir), quota=lambda _s: quota)
     changes = [
-        StoreChange(f"f{i}.md", "write", _source(tmp_path, f"f{i}.md", b"1234")) for i in range(3)
+        StoreChange(f"f{i}.md", "write", _source(tmp_path, f"f{i}.md", b"1234" * 1000))
+        for i in range(3)
     ]
     result = stores.commit_staged(STORE, changes, BASH)
     assert not result.applied

@@ -15,6 +15,7 @@ from temporalio import activity
 
 from .._memory import MemoryActivities, Provenance
 from .._sandbox import SandboxUser
+from .._scope import Scope
 from ._commands import EDITOR, MEMORY, Voice, run
 from ._files import Files
 from ._records import EditorRequest, MemoryToolRequest, NativeRequest, ToolOutcome
@@ -25,12 +26,15 @@ MEMORY_TOOL_ACTIVITY = "lw.memory.tool"
 
 class EditActivities:
     """The native file tools of one worker, over its memory activities (the same
-    stores, threads and scope) and its sandbox user (who owns what they create in
-    scratch)."""
+    stores, threads and scope) and the sandbox user of each agent (who owns what they
+    create in its scratch: the uid its bash commands run as, so a file the editor made
+    is the agent's own to change)."""
 
-    def __init__(self, memory: MemoryActivities, user: SandboxUser | None) -> None:
+    def __init__(
+        self, memory: MemoryActivities, user_of: Callable[[Scope], SandboxUser | None]
+    ) -> None:
         self.memory = memory
-        self.user = user
+        self.user_of = user_of
 
     @property
     def callables(self) -> tuple[Callable[..., object], ...]:
@@ -51,5 +55,7 @@ class EditActivities:
         provenance = Provenance.from_activity(scope)
         stores = self.memory.stores
         return await self.memory._run(
-            lambda cancel: run(Files(scope, stores, provenance, self.user, cancel), voice, request)
+            lambda cancel: run(
+                Files(scope, stores, provenance, self.user_of(scope), cancel), voice, request
+            )
         )

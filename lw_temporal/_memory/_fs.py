@@ -83,13 +83,17 @@ def is_link(dir_fd: int, name: str) -> bool:
 
 
 def open_root(root: Path, *, create: bool, shown: str) -> int | None:
-    """An fd on the store root, made (lazily) when ``create``; ``None`` if absent."""
+    """An fd on the store root, made (lazily) when ``create``; ``None`` if absent. A
+    new root is closed to others (``0750``): only agents that mount the store enter
+    it, through its group (see ``lw.bash``'s per-agent ids)."""
     try:
         return os.open(root, _DIR_FLAGS)
     except FileNotFoundError:
         if not create:
             return None
-        root.mkdir(parents=True, exist_ok=True)
+        root.parent.mkdir(parents=True, exist_ok=True)
+        with suppress(FileExistsError):
+            os.mkdir(root, 0o750)
         return os.open(root, _DIR_FLAGS)
     except OSError as err:
         if err.errno in (errno.ELOOP, errno.ENOTDIR):
@@ -156,9 +160,13 @@ def read_at(dir_fd: int, name: str, shown: str) -> bytes | None:
 
 def open_file_at(dir_fd: int, name: str, shown: str) -> tuple[int, os.stat_result] | None:
     """An fd on the regular file ``name`` and its stat, ``None`` if it does not
-    exist; links, folders and other kinds are refused. The caller closes the fd."""
+    exist; links, folders and other kinds are refused. The caller closes the fd.
+    Opened without blocking: a fifo an agent left in its scratch would otherwise hold
+    the worker's thread until something writes to it (a regular file reads the same)."""
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd
+        )
     except FileNotFoundError:
         return None
     except OSError as err:

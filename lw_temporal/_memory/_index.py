@@ -75,24 +75,33 @@ def state_of(content: bytes, *, resumable: bool = False) -> FileState:
 @dataclass(slots=True)
 class Usage:
     """What a store holds: current files' bytes, kept versions' bytes, files,
-    folders, the tree id's running sum, and its search index's bytes (measured when a
-    batch starts, not journaled)."""
+    folders, the tree id's running sum, its search index's bytes and its records'
+    bytes (the last two measured when a batch starts, not journaled)."""
 
     live: int = 0
     versions: int = 0
     files: int = 0
     dirs: int = 0
     tree: int = 0
+    #: The search index's bytes (once a search made one).
     index: int = 0
+    #: The store's own records (audit, journal, ledger): measured from their files
+    #: when a batch starts (:meth:`StoreFiles.bookkeeping_bytes`), never stored.
+    bookkeeping: int = 0
 
     @property
     def bytes(self) -> int:
-        """What the byte quota counts."""
-        return self.live + self.versions + self.index
+        """What the byte quota counts: current files, kept versions, the search index
+        and the store's own records."""
+        return self.live + self.versions + self.index + self.bookkeeping
+
+    @property
+    def entries(self) -> int:
+        return self.files + self.dirs
 
     def as_json(self) -> dict[str, int | str]:
         raw: dict[str, int | str] = {
-            k: v for k, v in asdict(self).items() if k not in ("tree", "index")
+            k: v for k, v in asdict(self).items() if k not in ("tree", "index", "bookkeeping")
         }
         raw["tree"] = tree_id(self.tree)
         return raw

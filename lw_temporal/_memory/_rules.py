@@ -68,23 +68,28 @@ def quota_problem(quota: MemoryQuota, store: str, before: Usage, after: Usage) -
     """What the store would break going from ``before`` to ``after``.
 
     The byte quota counts what the store holds on disk: its current files, its kept
-    versions and its search index (once a search made one). Growth of the current
-    files is refused once that total is over; a change that does not grow them (a
-    shrink, a delete) is always allowed, so a full store can still be cleaned up.
-    Files and folders count alike toward ``max_files`` (an empty folder still costs
-    an inode and a listing line).
+    versions, its search index (once a search made one) *and* its own records (audit
+    log, journal, idempotency ledger), which every change adds to. Once that total is
+    over the quota only a change that shrinks the current files or removes files or
+    folders is accepted, so a full store can still be cleaned up, while churn (a folder
+    made and removed again and again) cannot grow its records past a bound: each
+    accepted change takes at least a byte or an entry away. Files and folders count
+    alike toward ``max_files`` (an empty folder still costs an inode and a listing
+    line).
     """
-    if after.live > before.live and after.bytes > quota.max_bytes:
+    frees = after.live < before.live or after.entries < before.entries
+    if after.bytes > quota.max_bytes and not frees:
         return (
             f"store {store} would hold {mib(after.bytes)} ({mib(after.live)} in current "
             f"files, {mib(after.versions)} in kept versions"
             + (f", {mib(after.index)} in its search index" if after.index else "")
-            + "), over its quota of "
-            f"{mib(quota.max_bytes)} (MemoryQuota.max_bytes); delete or condense old notes, "
-            "prune old versions (lw-temporal memory prune), or raise the quota"
+            + f", {mib(after.bookkeeping)} in its audit log, journal and ledger), over its "
+            f"quota of {mib(quota.max_bytes)} (MemoryQuota.max_bytes); until it is under, "
+            "only shrinking or deleting files or folders is accepted: delete or condense old "
+            "notes, prune old versions (lw-temporal memory prune), or raise the quota"
         )
-    entries = after.files + after.dirs
-    if entries > before.files + before.dirs and entries > quota.max_files:
+    entries = after.entries
+    if entries > before.entries and entries > quota.max_files:
         what = f"{after.files} files" + (f" and {after.dirs} folders" if after.dirs else "")
         return (
             f"store {store} would hold {what}, over its quota of "

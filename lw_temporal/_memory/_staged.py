@@ -53,9 +53,9 @@ def staged_body(
             problem = txn.quota_problem()
             if problem:
                 rejected = True
-                results = [
+                results = [  # what grew the store: its files, and folders (entries)
                     r.model_copy(update={"status": "rejected", "reason": problem})
-                    if r.kind == "write"
+                    if r.kind in ("write", "mkdir")
                     else r
                     for r in results
                 ]

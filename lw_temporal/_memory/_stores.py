@@ -523,8 +523,8 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention, StoreQuarantine):
             return files.ledger.prune(older_than)
 
     def usage(self, store: StoreRef) -> Usage:
-        """What the store holds on disk: current files and kept versions (the bytes
-        its quota counts), files and folders, and its tree id."""
+        """What the store holds on disk: current files, kept versions and its own
+        records (the bytes its quota counts), files and folders, and its tree id."""
         files = self.files(store)
         found = files.index.read_usage()
         if found is None and not files.root.exists() and not files.state.exists():

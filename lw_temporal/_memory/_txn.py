@@ -16,7 +16,7 @@ import json
 import os
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +37,9 @@ from ._versions import Splice, VersionStore, b64
 #: A rewrite whose changed region is at most this share of the file is kept as the old
 #: bytes of that region; a larger one keeps the old file whole (hard-linked).
 _SPLICE_SHARE = 0.5
+#: What one audit record adds to a store's bookkeeping, about (its line in the audit
+#: log and in the journal, and its part of the ledger), besides twice its path.
+_RECORD_BYTES = 1024
 
 
 class Conflict(Exception):
@@ -78,6 +81,19 @@ class StoreFiles:
     @property
     def ledger(self) -> Ledger:
         return Ledger(self.state)
+
+    @property
+    def bookkeeping(self) -> tuple[Path, ...]:
+        """The store's own records whose bytes its quota counts besides its files and
+        versions (one list: a new kind of record, a search index say, joins it here)."""
+        return (self.journal.path, self.audit.path, self.ledger.path)
+
+    def bookkeeping_bytes(self) -> int:
+        total = 0
+        for path in self.bookkeeping:
+            with suppress(FileNotFoundError):
+                total += path.stat().st_size
+        return total
 
 
 @dataclass(slots=True)
@@ -239,6 +255,8 @@ class Txn:
         after: str | None,
         detail: dict[str, str] | None = None,
     ) -> None:
+        # Its audit line, its copy in the journal, and its share of the ledger record.
+        self.usage.bookkeeping += _RECORD_BYTES + 2 * len(rel.encode("utf-8", "surrogateescape"))
         self.audit.append(
             AuditEntry(
                 time=now(),

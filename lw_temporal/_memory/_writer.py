@@ -68,8 +68,10 @@ class StoreWriter:
     @staticmethod
     def with_bookkeeping(files: StoreFiles, usage: Usage) -> Usage:
         """``usage`` with what the store keeps beside its files that its quota counts
-        too (the one place to add to): the search index's bytes."""
+        too (the one place to add to): the search index's bytes and the store's own
+        records (audit log, journal, ledger), which every change adds to."""
         usage.index = files.search.disk_bytes()
+        usage.bookkeeping = files.bookkeeping_bytes()
         return usage
 
     @staticmethod
@@ -186,9 +188,12 @@ class StoreWriter:
         txn.merge(item.op, hashed, result.model_dump(mode="json"), item.attachment)
         return item, result
 
-    @staticmethod
-    def _finish(files: StoreFiles, batch: Batch, staged: list[tuple[Pending, BaseModel]]) -> bool:
-        """Commit the batch with one flush, apply it, and hand out the results."""
+    def _finish(
+        self, files: StoreFiles, batch: Batch, staged: list[tuple[Pending, BaseModel]]
+    ) -> bool:
+        """Commit the batch with one flush, apply it, and hand out the results. The
+        journal counts toward the store's quota, so it is checkpointed (emptied) once
+        it holds an eighth of the quota, not only past :data:`CHECKPOINT_BYTES`."""
         if not batch.commits:
             return True
         record = {"commits": batch.commits, "usage": batch.usage.as_json()}
@@ -201,7 +206,7 @@ class StoreWriter:
             files.journal.mark(end)
         except (OSError, ApplicationError):
             recover(files)  # committed: finish it the way recovery would
-        if end > CHECKPOINT_BYTES:
+        if end > min(CHECKPOINT_BYTES, self.quota(files.store).max_bytes // 8):
             checkpoint(files)
         for item, result in staged:
             item.succeed(result)

@@ -97,10 +97,13 @@ def open_parent(root: Path, path: Path) -> int:
 
 
 def read_at(root: Path, path: Path, limit: int = MAX_SCRUB_BYTES) -> bytes | None:
-    """``path``'s bytes (``None``: not a regular file any more, or over ``limit``)."""
+    """``path``'s bytes (``None``: not a regular file any more, or over ``limit``).
+    Opened without blocking, so a fifo an agent put in place of a file cannot hold the
+    worker until something writes to it."""
     folder = open_parent(root, path)
     try:
-        fd = os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        fd = os.open(path.name, flags, dir_fd=folder)
     finally:
         os.close(folder)
     with os.fdopen(fd, "rb") as handle:

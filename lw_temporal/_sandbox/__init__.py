@@ -14,16 +14,16 @@ from ._bwrap import BwrapBackend
 from ._identity import SandboxUser, secure_data_dir
 from ._landlock import LandlockBackend, landlock_abi
 from ._leftovers import SweepReport, WorkerClaim, sweep
+from ._output import OutputSink
 from ._overlay import (
     CaptureLimits,
     UpperRefusal,
     apply_changes,
     collect_changes,
-    remove_tree,
     shown_name,
     staging_root,
 )
-from ._run import OutputSink, RunOutcome, run_sandboxed
+from ._run import RunOutcome, run_sandboxed
 from ._selftest import self_test
 from ._spec import (
     DEFAULT_PATH,
@@ -34,7 +34,9 @@ from ._spec import (
     SandboxSpec,
     SystemView,
 )
-from ._threadmounts import release_staging, staging_changed
+from ._staging import StagingPool, forget_staging, make_staging, staging_changed
+from ._threadmounts import release_staging
+from ._tree import remove_tree
 from ._userns import LAUNCH_FAILED_MARKER, LAUNCH_FAILED_STATUS
 
 #: The explicit, loudly named opt-in for running commands without any sandbox.
@@ -95,6 +97,7 @@ __all__ = [
     "SandboxSpec",
     "SandboxUnavailable",
     "SandboxUser",
+    "StagingPool",
     "StoreChange",
     "SweepReport",
     "SystemView",
@@ -103,7 +106,9 @@ __all__ = [
     "WorkerClaim",
     "apply_changes",
     "collect_changes",
+    "forget_staging",
     "landlock_abi",
+    "make_staging",
     "release_staging",
     "remove_tree",
     "run_sandboxed",

@@ -12,21 +12,30 @@ forked nothing yet: every process of the command is born inside. Pages of its tm
 (``/tmp``, ``/dev/shm``) are charged there too. When the command ends, whatever is
 left in its cgroup is killed and the cgroup removed.
 
+All command cgroups of a worker lie under one parent (:func:`parent`) whose memory
+limit bounds all commands together, ``Limits.total_memory``: tmpfs pages (a command's
+``/tmp``, Landlock's ``TMPDIR``, memory staged in an overlay) are charged to the
+command that first wrote them and, once its cgroup is gone, to the parent, so staged
+memory counts until the worker removes it. The worker itself is not under it.
+
 Where no memory controller is writable (a container without a delegated cgroup),
 :func:`command_cgroups` says so and only the per-process rlimits apply (the README's
 guarantees table names both). The folders of a worker that died are swept by the
-next worker that starts (empty ones only: a cgroup holding a process cannot be
-removed).
+next worker of the same pid namespace that starts (empty ones only: a cgroup holding
+a process cannot be removed; and a pid says nothing in another namespace).
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
+import errno
 import functools
 import itertools
 import logging
 import os
+import re
 import signal
 import threading
 import time
@@ -72,39 +81,113 @@ class CgroupSupport:
         parts = [f"cgroup v{h.version} {'+'.join(sorted(h.controllers))}" for h in self.hierarchies]
         return ", ".join(parts)
 
-    def create(self, memory: int, pids: int) -> CommandCgroup | None:
+    def create(self, memory: int, pids: int, total: int | None = None) -> CommandCgroup | None:
         """A cgroup for one command (an idle one of the same limits, or a new one),
-        or ``None`` where none can be made."""
-        idle = _IDLE.setdefault((memory, pids), [])
+        or ``None`` where none can be made; it lies under the worker-wide parent that
+        bounds the memory of all commands together at ``total`` (see :func:`parent`)."""
+        total = default_total_memory() if total is None else total
+        idle = _IDLE.setdefault((memory, pids, total), [])
         for cgroup in reversed(idle):  # one still draining its last command stays idle
-            if cgroup.reusable():
+            if not cgroup.intact():  # removed behind this worker's back: made anew
+                idle.remove(cgroup)
+                cgroup.forget()
+            elif cgroup.reusable():
                 idle.remove(cgroup)
                 return cgroup
-        folders: list[_Folder] = []
-        name = f"cmd-{next(_counter)}"
         try:
-            for hierarchy in self.hierarchies:
-                hierarchy.base.mkdir(exist_ok=True)
-                path = hierarchy.base / name
-                path.mkdir()
-                try:
-                    folders.append(_Folder.open(hierarchy, path))
-                except OSError:
-                    path.rmdir()
-                    raise
-                for key, value in _limit_files(hierarchy, memory, pids):
-                    (path / key).write_text(value)
+            folders = _new_folders(self.hierarchies, memory, pids, total)
         except OSError as err:
             logger.warning("lw.bash: no cgroup for this command (%s); rlimits only", err)
-            CommandCgroup(tuple(folders), idle).remove()
             return None
-        return CommandCgroup(tuple(folders), idle)
+        return CommandCgroup(folders, idle, total, (memory, pids))
 
 
-#: Idle command cgroups per (memory, pids) limits: making and removing a memory cgroup
-#: costs about a millisecond, reusing an empty one nothing.
-_IDLE: dict[tuple[int, int], list[CommandCgroup]] = {}
+def _new_folders(
+    hierarchies: tuple[_Hierarchy, ...], memory: int, pids: int, total: int
+) -> tuple[_Folder, ...]:
+    """A new folder in each hierarchy, under the worker-wide parent (made again when
+    it was removed behind this worker's back), its limits written."""
+    folders: list[_Folder] = []
+    name = f"cmd-{next(_counter)}"
+    try:
+        for hierarchy in hierarchies:
+            path = parent(hierarchy, total) / name
+            if not path.parent.is_dir():
+                parent.cache_clear()
+                path = parent(hierarchy, total) / name
+            path.mkdir()
+            try:
+                folders.append(_Folder.open(hierarchy, path))
+            except OSError:
+                path.rmdir()
+                raise
+            for key, value in _limit_files(hierarchy, memory, pids):
+                (path / key).write_text(value)
+    except OSError:
+        CommandCgroup(tuple(folders), [], total, (memory, pids)).remove()
+        raise
+    return tuple(folders)
+
+
+#: Idle command cgroups per (memory, pids, total) limits: making and removing a memory
+#: cgroup costs about a millisecond, reusing an empty one nothing.
+_IDLE: dict[tuple[int, int, int], list[CommandCgroup]] = {}
 _IDLE_MAX = 8
+#: An idle cgroup still charged this much (tmpfs pages its last command wrote: staging
+#: not yet removed) is not given to the next command, whose limit it would shrink.
+_REUSE_CHARGE_MAX = 32 * 1024 * 1024
+
+
+@functools.cache
+def parent(hierarchy: _Hierarchy, total: int) -> Path:
+    """The worker-wide parent of the command cgroups, made once: in a memory
+    hierarchy its limit is ``total`` (swap included), so all commands together, their
+    tmpfs pages (``/tmp``, Landlock's ``TMPDIR``, overlay staging: charged to the
+    command that wrote them, and to this parent once that command's cgroup is gone)
+    included, never take more; the kernel's OOM killer then picks among the commands
+    under it, never the worker, which stays outside. On cgroup v2 it also hands the
+    controllers down to the command cgroups."""
+    folder = hierarchy.base.with_name(f"{hierarchy.base.name}-m{total >> 20}")
+    folder.mkdir(exist_ok=True)
+    if hierarchy.version == 2:
+        (folder / "cgroup.subtree_control").write_text(
+            " ".join(f"+{c}" for c in sorted(hierarchy.controllers))
+        )
+        if "memory" in hierarchy.controllers:
+            (folder / "memory.max").write_text(str(total))
+            (folder / "memory.swap.max").write_text("0")
+    elif "memory" in hierarchy.controllers:
+        (folder / "memory.limit_in_bytes").write_text(str(total))
+        with contextlib.suppress(OSError):  # no swap accounting: no swap to bound
+            (folder / "memory.memsw.limit_in_bytes").write_text(str(total))
+    _PARENTS.append(folder)
+    return folder
+
+
+_PARENTS: list[Path] = []
+
+
+@functools.cache
+def default_total_memory() -> int:
+    """Half of what the worker may use: the host's memory, or its own cgroup's limit
+    when lower (a container's)."""
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        pages = 8 << 30
+    own = _own_cgroups()
+    for fstype, point, options in _mounts():
+        controllers = options.split(",")
+        if fstype == "cgroup2" and "" in own:
+            limit_file = _inside(point, options.rsplit(",", 1)[1], own[""]) / "memory.max"
+        elif fstype == "cgroup" and "memory" in controllers and "memory" in own:
+            rel = own["memory"]
+            limit_file = _inside(point, options.rsplit(",", 1)[1], rel) / "memory.limit_in_bytes"
+        else:
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            pages = min(pages, int(limit_file.read_text().strip()))
+    return max(pages // 2, 64 << 20)
 
 
 def _limit_files(hierarchy: _Hierarchy, memory: int, pids: int) -> list[tuple[str, str]]:
@@ -141,11 +224,15 @@ class _Folder:
     #: ``memory.oom_control`` (v1) or ``memory.events`` (v2); -1 without memory.
     events: int = -1
     procs_path: str = ""
+    #: The folder's inode when it was made: one removed and made again under the same
+    #: name is another cgroup, which the descriptors held here do not reach.
+    ino: int = 0
 
     @classmethod
     def open(cls, hierarchy: _Hierarchy, path: Path) -> _Folder:
         folder = cls(hierarchy, path, procs_path=str(path / "cgroup.procs"))
         try:
+            folder.ino = os.stat(path).st_ino
             if hierarchy.version == 1:
                 folder.tasks = os.open(path / "tasks", _WRITE)
             if "memory" in hierarchy.controllers:
@@ -167,6 +254,13 @@ class _Folder:
     def empty(self) -> bool:
         return not self.procs(16).strip()
 
+    def intact(self) -> bool:
+        """Whether this is still the folder that was made (not removed, or replaced)."""
+        try:
+            return os.stat(self.path).st_ino == self.ino
+        except OSError:
+            return False
+
     def close(self) -> None:
         for fd in (self.tasks, self.events):
             if fd >= 0:
@@ -175,12 +269,48 @@ class _Folder:
         self.tasks = self.events = -1
 
 
+class CgroupGone(OSError):
+    """A command's cgroup folder was removed between its check and its use (the
+    launch is tried once more in a folder made anew)."""
+
+
 class CommandCgroup:
     """The cgroup (one folder per hierarchy) of one running command."""
 
-    def __init__(self, folders: tuple[_Folder, ...], idle: list[CommandCgroup]) -> None:
+    def __init__(
+        self,
+        folders: tuple[_Folder, ...],
+        idle: list[CommandCgroup],
+        total: int,
+        limits: tuple[int, int],
+    ) -> None:
         self.folders = folders
         self.idle = idle
+        #: The bound of all commands together (their parent's).
+        self.total = total
+        #: Its own memory and process bounds (what a folder made anew is given).
+        self.limits = limits
+        self.oom_base = 0
+
+    def intact(self) -> bool:
+        """Whether every folder is still there (an empty cgroup can be removed by
+        anyone with the right: an old worker's sweep, an administrator)."""
+        return all(f.intact() for f in self.folders)
+
+    def forget(self) -> None:
+        """Let go of folders that are gone (their descriptors closed)."""
+        for folder in self.folders:
+            folder.close()
+
+    def renew(self) -> None:
+        """Replace folders removed since this cgroup was made or last checked with new
+        ones of the same limits (raises OSError where none can be made)."""
+        if self.intact():
+            return
+        self.forget()
+        self.folders = _new_folders(
+            tuple(f.hierarchy for f in self.folders), *self.limits, self.total
+        )
         self.oom_base = 0
 
     @property
@@ -201,6 +331,16 @@ class CommandCgroup:
             if folder.hierarchy.version == 2:
                 (folder.path / "cgroup.procs").write_text(str(pid))
 
+    def prepare(self) -> None:
+        """As root, right before the launch: make anew any folder removed since the
+        cgroup was checked, and open the calling thread's own ``tasks`` files (once per
+        thread), so that :meth:`born_inside` can go home under the launcher's ids: v1
+        lets a thread move itself through a descriptor opened before."""
+        self.renew()
+        for folder in self.folders:
+            if folder.hierarchy.version == 1:
+                _home_tasks(folder.hierarchy)
+
     @contextlib.contextmanager
     def born_inside(self) -> Iterator[None]:
         """Around the launcher's fork: on cgroup v1 the calling thread joins the
@@ -215,7 +355,12 @@ class CommandCgroup:
         moved: list[int] = []
         try:
             for folder, home in zip(v1, homes, strict=True):
-                os.write(folder.tasks, b"0")
+                try:
+                    os.write(folder.tasks, b"0")
+                except OSError as err:
+                    if err.errno != errno.ENODEV:
+                        raise
+                    raise CgroupGone(f"the command's cgroup {folder.path} was removed") from None
                 moved.append(home)
             yield
         finally:
@@ -245,14 +390,32 @@ class CommandCgroup:
         return not self.folders or self.folders[0].empty()
 
     def reusable(self) -> bool:
-        """Empty and still there: ready for the next command (counting anew)."""
+        """Empty, still there and hardly charged: ready for the next command
+        (counting anew)."""
         try:
-            if not self._empty():
+            if not self._empty() or self._charged() > _REUSE_CHARGE_MAX:
                 return False
         except OSError:
             return False
         self.oom_base = self._oom_kills()
         return True
+
+    async def drained(self, checks: int) -> None:
+        """Wait until this cgroup is hardly charged any more, looking ``checks`` times
+        at most, 10 ms apart (the kernel says when it is over a charge, not under)."""
+        with contextlib.suppress(OSError, ValueError):
+            for _ in range(checks):
+                if self._charged() <= _REUSE_CHARGE_MAX:
+                    return
+                await asyncio.sleep(0.01)
+
+    def _charged(self) -> int:
+        for folder in self.folders:
+            if "memory" in folder.hierarchy.controllers:
+                v2 = folder.hierarchy.version == 2
+                name = "memory.current" if v2 else "memory.usage_in_bytes"
+                return int((folder.path / name).read_text())
+        return 0
 
     def close(self) -> None:
         """Kill whatever the command left in its cgroup and keep the cgroup for reuse.
@@ -408,7 +571,7 @@ def _inside(point: Path, mount_root: str, rel: str) -> Path:
 def command_cgroups() -> CgroupSupport:
     """What this worker can give each command (probed once per process)."""
     own = _own_cgroups()
-    tag = f"lw-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    tag = f"lw-{os.getpid()}-{uuid.uuid4().hex[:6]}{namespace_tag()}"
     hierarchies: list[_Hierarchy] = []
     mounts = _mounts()
     for fstype, point, options in mounts:
@@ -441,6 +604,9 @@ def _remove_bases(support: CgroupSupport) -> None:
     for idle in _IDLE.values():
         while idle:
             idle.pop().remove()
+    for folder in _PARENTS:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
     for hierarchy in support.hierarchies:
         with contextlib.suppress(OSError):
             hierarchy.base.rmdir()
@@ -463,6 +629,46 @@ def _v2_controllers(folder: Path) -> frozenset[str]:
     return frozenset(enabled & {"memory", "pids"})
 
 
+@functools.cache
+def _pid_namespace() -> int:
+    """This process's pid namespace (its inode): a pid means something only in it."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+#: The initial pid namespace's inode (``PROC_PID_INIT_INO``): the host's.
+_INIT_PID_NAMESPACE = 0xEFFFFFFC
+
+
+def namespace_tag() -> str:
+    """What a worker's cgroup folder names carry of its pid namespace."""
+    return f"n{_pid_namespace()}"
+
+
+def _gone_worker(name: str) -> bool:
+    """Whether the folder ``name`` belongs to a worker of this pid namespace that is
+    no longer running. Names: ``lw-<pid>-<tag>n<ns>[-m<total>]`` (command cgroups and
+    their parents) and ``lw-sandboxes-<pid>-<limit>n<ns>`` (the spawner's). A folder of
+    another namespace is never judged (its pid means nothing here), nor one without a
+    namespace (an older version's) unless this is the host's namespace, where its
+    pid is the host's."""
+    parts = name.split("-")
+    if len(parts) < 3:
+        return False
+    pid = parts[2] if parts[1] == "sandboxes" and len(parts) > 3 else parts[1]
+    if not pid.isdigit():
+        return False
+    tagged = re.search(r"n(\d+)$", parts[3] if parts[1] == "sandboxes" else parts[2])
+    mine = _pid_namespace()
+    if tagged is not None and int(tagged.group(1)) != mine:
+        return False
+    if tagged is None and mine != _INIT_PID_NAMESPACE:
+        return False
+    return not Path(f"/proc/{pid}").exists()
+
+
 def _sweep(folder: Path) -> None:
     """Remove the empty command cgroups of workers that are gone (and the pids
     folders earlier versions left). A cgroup with a process in it cannot be removed,
@@ -475,10 +681,7 @@ def _sweep(folder: Path) -> None:
     for entry in entries[:10_000]:
         if not entry.name.startswith("lw-") or not entry.is_dir(follow_symlinks=False):
             continue
-        # lw-<pid>-<tag> (command cgroups), lw-sandboxes-<pid>-<limit> (the spawner's)
-        parts = entry.name.split("-")
-        pid = parts[2] if parts[1] == "sandboxes" and len(parts) > 2 else parts[1]
-        if pid.isdigit() and Path(f"/proc/{pid}").exists():
+        if not _gone_worker(entry.name):
             continue
         base = Path(entry.path)
         with contextlib.suppress(OSError):

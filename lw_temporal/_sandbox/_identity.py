@@ -1,16 +1,21 @@
 """Who a sandboxed command is on the host: never the worker's uid 0.
 
-A root worker runs every command as a dedicated unprivileged user and group
-(:data:`DEFAULT_UID`/:data:`DEFAULT_GID` unless configured; no account needs to exist);
-a non-root worker runs them as itself, which is already unprivileged. Files a command
-leaves are owned by that user, so a setuid bit (which the seccomp filter refuses
-anyway) could never give anyone host root.
+A root worker runs each agent's commands as a uid and gid of that agent's own, leased
+from a range (:mod:`._leases`), with supplementary groups: the range's shared group,
+which lets them reach the data dir, and the group of each folder the agent reads but
+does not own (its planner's and orchestrator's scratch, the stores it mounts). No
+account needs to exist. A non-root worker cannot switch uids: its commands run as
+itself, one uid for every agent (see the README). Files a command leaves are owned by
+its agent's uid, so a setuid bit (which the seccomp filter refuses anyway) could never
+give anyone host root.
 
-The data dir is ``root:<sandbox group>`` mode ``0750`` for a root worker (``0700`` for a
-non-root one): other host users cannot enter it, so scratch and memory stay unreadable
-to them, while the sandbox user (through its group) can reach the folders bubblewrap
-binds and Landlock allows. The folders a command writes (its scratch, its ``TMPDIR``,
-an overlay's upper folder) belong to the sandbox user; it cannot write anything else.
+The data dir is ``root:<shared group>`` mode ``0750`` for a root worker (``0700`` for
+a non-root one): other host users cannot enter it, while the agents can reach the
+folders bubblewrap binds and Landlock allows. Inside it, each agent's scratch is its
+own (``0750``, readable through its group by the agents below it), each store root is
+``root:<store group>`` ``0750``, and the folders between them are ``0711`` (passable,
+not listable), so an agent can neither list, watch, stat nor change what another
+agent or store holds.
 """
 
 from __future__ import annotations
@@ -23,11 +28,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-#: The default host uid/gid of sandboxed commands under a root worker (an unassigned
-#: range on Debian: neither a system account nor a regular user).
-DEFAULT_UID = 64000
-DEFAULT_GID = 64000
-
 #: (setgroups, setresuid, setresgid) per machine: the raw calls change one thread only.
 _CALLS = {"x86_64": (116, 117, 119), "aarch64": (159, 147, 149)}
 _SYS_SETGROUPS, _SYS_SETRESUID, _SYS_SETRESGID = _CALLS.get(os.uname().machine, (-1, -1, -1))
@@ -35,20 +35,29 @@ _SYS_SETGROUPS, _SYS_SETRESUID, _SYS_SETRESGID = _CALLS.get(os.uname().machine, 
 
 @dataclass(frozen=True, slots=True)
 class SandboxUser:
-    """The host identity of sandboxed commands."""
+    """The host identity of one command: its agent's uid and gid, and the other
+    groups it holds (see the module)."""
 
     uid: int
     gid: int
+    groups: tuple[int, ...] = ()
 
     @classmethod
-    def for_worker(cls, uid: int | None = None, gid: int | None = None) -> SandboxUser | None:
-        """The identity for this worker: ``None`` (its own) unless it runs as root."""
+    def for_worker(cls, ids: range | None = None) -> SandboxUser | None:
+        """The identity of a command that belongs to no agent (the self-test): the
+        range's shared id, which is no agent's uid, under a root worker; ``None`` (the
+        worker's own) otherwise."""
         if os.geteuid() != 0:
             return None
-        user = cls(DEFAULT_UID if uid is None else uid, DEFAULT_GID if gid is None else gid)
-        if user.uid == 0 or user.gid == 0:
-            raise ValueError("the sandbox user must not be root (uid and gid must be non-zero)")
-        return user
+        from ._leases import check_ids, default_ids
+
+        shared = check_ids(ids or default_ids())[0]
+        return cls(shared, shared)
+
+    @property
+    def all_groups(self) -> tuple[int, ...]:
+        """The primary group, then the supplementary ones (each once)."""
+        return tuple(dict.fromkeys((self.gid, *self.groups)))
 
     def own(self, path: Path, mode: int = 0o700) -> None:
         """Make ``path`` (a folder the command writes) the sandbox user's."""
@@ -63,29 +72,31 @@ class SandboxUser:
             os.close(fd)
 
 
-def secure_data_dir(root: Path, user: SandboxUser | None) -> str | None:
-    """Close ``root`` to other host users (see the module docstring). Returns why the
-    sandbox user could not even reach it (a folder above it it may not search), if so."""
+def secure_data_dir(root: Path, shared_gid: int | None, inner: tuple[Path, ...] = ()) -> str | None:
+    """Close ``root`` to other host users (see the module docstring) and make the
+    ``inner`` folders (the runs, memory and bookkeeping roots) passable but not
+    listable. Returns why the agents could not even reach it (a folder above it they
+    may not search), if so."""
     try:
         root.mkdir(parents=True, exist_ok=True)
         st = root.stat()
-        if user is None:
+        if shared_gid is None:
             if st.st_mode & 0o077:
                 os.chmod(root, st.st_mode & 0o700 | 0o700)
             return None
-        if st.st_gid != user.gid:
-            os.chown(root, -1, user.gid)
+        if st.st_gid != shared_gid:
+            os.chown(root, -1, shared_gid)
         if st.st_mode & 0o7777 != 0o750:
             os.chmod(root, 0o750)
+        for folder in inner:
+            folder.mkdir(parents=True, exist_ok=True)
+            if folder.stat().st_mode & 0o7777 != 0o711:
+                os.chmod(folder, 0o711)
         for parent in root.resolve().parents:
             pst = parent.stat()
-            if not (
-                pst.st_mode & 0o001
-                or (pst.st_gid == user.gid and pst.st_mode & 0o010)
-                or (pst.st_uid == user.uid and pst.st_mode & 0o100)
-            ):
+            if not (pst.st_mode & 0o001 or (pst.st_gid == shared_gid and pst.st_mode & 0o010)):
                 return (
-                    f"the sandbox user (uid {user.uid}) cannot reach the data dir {root}: "
+                    f"the sandbox ids (group {shared_gid}) cannot reach the data dir {root}: "
                     f"{parent} is mode {pst.st_mode & 0o7777:o}; let others search it "
                     f"(chmod o+x {parent}) or choose a data dir whose parents they can"
                 )
@@ -105,7 +116,7 @@ def _syscall() -> ctypes._FuncPointer:
 @contextlib.contextmanager
 def thread_as(user: SandboxUser | None) -> Iterator[None]:
     """Inside: the calling thread (only it: raw system calls, not libc's process-wide
-    wrappers) has ``user``'s real and effective ids and no supplementary groups,
+    wrappers) has ``user``'s real and effective ids and its groups,
     keeping root as its saved uid to come back. A child it starts (``vfork`` + exec)
     is ``user`` entirely, with no capabilities."""
     if user is None:
@@ -115,8 +126,12 @@ def thread_as(user: SandboxUser | None) -> Iterator[None]:
         raise OSError(0, f"no thread-local identity switch known for {os.uname().machine}")
     call = _syscall()
     groups = os.getgroups()
-    gids = (ctypes.c_uint * 1)(user.gid)
-    if call(_SYS_SETGROUPS, 1, gids) != 0 or call(_SYS_SETRESGID, user.gid, user.gid, 0) != 0:
+    wanted = user.all_groups
+    gids = (ctypes.c_uint * len(wanted))(*wanted)
+    if (
+        call(_SYS_SETGROUPS, len(wanted), gids) != 0
+        or call(_SYS_SETRESGID, user.gid, user.gid, 0) != 0
+    ):
         raise OSError(ctypes.get_errno(), "cannot switch to the sandbox group")
     if call(_SYS_SETRESUID, user.uid, user.uid, 0) != 0:
         code = ctypes.get_errno()

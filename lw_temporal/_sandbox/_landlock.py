@@ -187,7 +187,7 @@ class LandlockBackend(Backend):
             "network": network,
             "tmp": str(tmp) if tmp else None,
             "rlimits": rlimits(spec),
-            "user": [spec.user.uid, spec.user.gid] if spec.user else None,
+            "user": [spec.user.uid, spec.user.gid, *spec.user.groups] if spec.user else None,
         }
         argv = [sys.executable, "-I", "-S", str(_LAUNCHER), str(args_fd), str(report_fd)]
         return Launch(

@@ -120,13 +120,13 @@ class _CapData(ctypes.Structure):
 
 def _drop_capabilities(user: list[int] | None) -> None:
     """No capability now or after exec (empty bounding set); under a root worker the
-    command also becomes the sandbox user (``user`` = [uid, gid]) with no other group."""
+    command also becomes the sandbox user (``user`` = [uid, gid, other groups...])."""
     for cap in range(64):
         _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
     _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     if user is not None:
         try:
-            os.setgroups([user[1]])
+            os.setgroups(list(dict.fromkeys(user[1:])))
             os.setresgid(user[1], user[1], user[1])
             os.setresuid(user[0], user[0], user[0])
         except OSError as err:

@@ -29,7 +29,8 @@ from pathlib import Path
 
 from .._locks import lock_exclusive
 from ._landlock import SHM
-from ._overlay import SHM_STAGING_PREFIX, remove_tree
+from ._overlay import SHM_STAGING_PREFIX
+from ._tree import remove_tree
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class WorkerClaim:
         host = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:32] or "host"
         self.owner = f"{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         owners = local_state / "sandbox" / "owners"
-        owners.mkdir(parents=True, exist_ok=True)
+        owners.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._fd = os.open(owners / f"{self.owner}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
         lock_exclusive(self._fd, blocking=False)
 

@@ -24,6 +24,7 @@ from .._changes import StoreChange
 from ._identity import SandboxUser
 from ._landlock import SHM, on_tmpfs
 from ._threadmounts import ThreadMounts
+from ._tree import remove_tree
 
 _OPAQUE_XATTRS = ("user.overlay.opaque", "trusted.overlay.opaque")
 #: Linux's PATH_MAX: no path the walk hands on may be longer (with its NUL).
@@ -228,55 +229,6 @@ def _too_big(size: int, total: int, limits: CaptureLimits) -> str:
     return f"the command's files add up to over {limits.max_total_bytes} bytes; write less at once"
 
 
-def remove_tree(path: Path) -> None:
-    """Remove ``path`` and all below it, at any depth and path length: one folder
-    descriptor open at a time, names relative to it, no recursion. Missing is fine."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        return
-    except (NotADirectoryError, OSError):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        return
-    # Subfolders still to remove at each level above the current one.
-    pending: list[list[str]] = []
-    names: list[str] | None = None
-    try:
-        while True:
-            if names is None:
-                names = []
-                with os.scandir(fd) as scan:
-                    # Inode order, as rm does: far fewer seeks in a large folder.
-                    listed = [e.name for e in sorted(scan, key=lambda e: e.inode())]
-                for name in listed:
-                    try:
-                        os.unlink(name, dir_fd=fd)
-                    except IsADirectoryError:
-                        try:
-                            os.rmdir(name, dir_fd=fd)  # most folders are empty by now
-                        except OSError:
-                            names.append(name)
-            if names:
-                child = os.open(names[-1], flags, dir_fd=fd)
-                os.close(fd)
-                fd = child
-                pending.append(names)
-                names = None
-                continue
-            if not pending:
-                break
-            parent = os.open("..", flags, dir_fd=fd)
-            os.close(fd)
-            fd = parent
-            names = pending.pop()
-            os.rmdir(names.pop(), dir_fd=fd)
-    finally:
-        os.close(fd)
-    os.rmdir(path)
-
-
 def apply_changes(root: Path, changes: list[StoreChange]) -> None:
     """Apply changes to a plain folder: each file replaced atomically (temp + rename),
     so a reader sees the old or the new content, never a half-written file."""
@@ -284,7 +236,7 @@ def apply_changes(root: Path, changes: list[StoreChange]) -> None:
         target = root / change.path
         if change.kind == "delete":
             if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
+                remove_tree(target)
             elif target.exists() or target.is_symlink():
                 target.unlink()
         elif change.kind == "mkdir":
@@ -295,7 +247,7 @@ def apply_changes(root: Path, changes: list[StoreChange]) -> None:
             assert change.source is not None
             target.parent.mkdir(parents=True, exist_ok=True)
             if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
+                remove_tree(target)
             temp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
             shutil.copyfile(change.source, temp)
             os.chmod(temp, 0o644)
@@ -331,7 +283,8 @@ def _remove_root(root: Path) -> None:
     mounts = ThreadMounts.existing()
     if mounts is not None:
         mounts.release_under(os.fsencode(root))
-    shutil.rmtree(root, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        remove_tree(root)
 
 
 @functools.cache
@@ -353,6 +306,7 @@ def _shm_root(default: Path, gid: int | None, owner: str) -> Path | None:
             os.chown(root, -1, gid)
             os.chmod(root, 0o750)
     except OSError:
-        shutil.rmtree(root, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(root)
         return None
     return root

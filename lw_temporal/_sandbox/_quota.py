@@ -12,7 +12,11 @@ so the quota is kept in three steps, each sound on its own terms:
 * when it has ended (nothing of it is left running), the folders are measured once
   more and what the command added past the quota is removed: the largest files it
   wrote (changed at or after its start, by the kernel's ``ctime``, which a command
-  cannot set back), then the newest folders, until the folder is under its quota.
+  cannot set back), then the newest folders, until the folder is under its quota. A
+  folder is removed whole only when nothing in it is older than the command (a folder
+  holding older files has a new ``ctime`` too once anything in it changed), and every
+  removal goes by descriptor and inode (:mod:`._tree`), so a command of the same agent
+  renaming folders meanwhile cannot steer it to anything older.
 
 What it does not give: a quota across commands that run at the same time in the same
 folder (each sees the other's bytes, so together they stay within roughly one quota
@@ -26,7 +30,6 @@ followed) and stops at a bound, so measuring cannot be made to take forever.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import stat
 import time
@@ -37,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from .._mode import Mode
 from ._spec import SandboxSpec
+from ._tree import Ident, ident, open_dir_at, remove_at, walk
 
 if TYPE_CHECKING:
     from ._backends import Launch
@@ -69,48 +73,14 @@ def _mib(n: int) -> str:
 
 def _walk(root: Path, limit: int) -> Iterator[tuple[tuple[str, ...], os.stat_result]]:
     """Every entry below ``root`` (its name components and ``lstat``), at most
-    ``limit`` of them, one folder descriptor open at a time."""
+    ``limit`` of them, by descriptor (see :mod:`._tree`)."""
     try:
         fd = os.open(root, _DIR_FLAGS)
     except OSError:
         return
-    trail: list[str] = []
-    pending: list[list[str]] = []
-    seen = 0
     try:
-        while True:
-            folders: list[str] = []
-            with contextlib.suppress(OSError), os.scandir(fd) as scan:
-                for entry in scan:
-                    try:
-                        info = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    seen += 1
-                    yield (*trail, entry.name), info
-                    if seen >= limit:
-                        return
-                    if stat.S_ISDIR(info.st_mode):
-                        folders.append(entry.name)
-            pending.append(folders)
-            while True:  # the next folder to enter: below, beside, or above and beside
-                while not pending[-1]:
-                    pending.pop()
-                    if not pending:
-                        return
-                    parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
-                    os.close(fd)
-                    fd = parent
-                    trail.pop()
-                name = pending[-1].pop()
-                try:
-                    child = os.open(name, _DIR_FLAGS, dir_fd=fd)
-                except OSError:
-                    continue
-                break
-            os.close(fd)
-            fd = child
-            trail.append(name)
+        for entry in walk(fd, limit):
+            yield entry.names, entry.info
     finally:
         os.close(fd)
 
@@ -155,17 +125,31 @@ def trim(quota: FolderQuota, since_ns: int) -> tuple[int, int]:
 
 
 def _trim_pass(quota: FolderQuota, since_ns: int) -> tuple[int, int]:
-    # Each new entry's topmost new ancestor (itself when its folder is old), and what
-    # each such top holds (entries, bytes): removing a top removes all of that.
-    top_of: dict[tuple[str, ...], tuple[str, ...]] = {}
-    held: dict[tuple[str, ...], list[int]] = {}
+    found = list(_walk(quota.folder, max(4 * quota.max_entries, 200_000)))
     used = entries = 0
-    for names, info in _walk(quota.folder, max(4 * quota.max_entries, 200_000)):
+    # Folders holding something older than the command: changed since (a folder's
+    # change time moves with every entry made, removed or renamed in it) but never
+    # removed whole, only what is new inside them.
+    older: set[tuple[str, ...]] = set()
+    for names, info in found:
         entries += 1
         used += info.st_blocks * 512
         if info.st_ctime_ns < since_ns:
+            parent = names[:-1]
+            while parent and parent not in older:
+                older.add(parent)
+                parent = parent[:-1]
+    # Each new entry's topmost wholly new ancestor (itself when its folder is not),
+    # and what each such top holds (entries, bytes): removing a top removes all that.
+    top_of: dict[tuple[str, ...], tuple[str, ...]] = {}
+    held: dict[tuple[str, ...], list[int]] = {}
+    idents: dict[tuple[str, ...], Ident] = {}
+    for names, info in found:
+        if info.st_ctime_ns < since_ns or names in older:
             continue
         top = top_of.get(names[:-1], names)
+        if top == names:
+            idents[names] = ident(info)
         if stat.S_ISDIR(info.st_mode):
             top_of[names] = top
         count = held.setdefault(top, [0, 0])
@@ -177,7 +161,7 @@ def _trim_pass(quota: FolderQuota, since_ns: int) -> tuple[int, int]:
         for names, count in sorted(held.items(), key=lambda item: -item[1][key]):
             if (used <= quota.max_bytes) if key else (entries <= quota.max_entries):
                 break
-            if count[0] and _remove(quota.folder, names, folder=True):
+            if count[0] and _remove(quota.folder, names, idents[names]):
                 used -= count[1]
                 entries -= count[0]
                 freed += count[1]
@@ -186,26 +170,20 @@ def _trim_pass(quota: FolderQuota, since_ns: int) -> tuple[int, int]:
     return removed, freed
 
 
-def _remove(root: Path, names: tuple[str, ...], *, folder: bool) -> bool:
-    """Remove ``root/names...`` without following any symlink on the way."""
-    from ._overlay import remove_tree
-
+def _remove(root: Path, names: tuple[str, ...], expect: Ident) -> bool:
+    """Remove ``root/names...`` if it is still the entry ``expect`` (device and inode)
+    the measurement judged new: folders on the way opened by descriptor, never through
+    a link (a command of the agent may rename them meanwhile; see :mod:`._tree`)."""
     try:
         fd = os.open(root, _DIR_FLAGS)
     except OSError:
         return False
     try:
         for name in names[:-1]:
-            child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            child = open_dir_at(fd, name)
             os.close(fd)
             fd = child
-        try:
-            os.unlink(names[-1], dir_fd=fd)
-        except IsADirectoryError:
-            if not folder:
-                return False
-            remove_tree(Path(f"/proc/self/fd/{fd}") / names[-1])
-        return True
+        return remove_at(fd, names[-1], expect)
     except OSError:
         return False
     finally:

@@ -26,14 +26,19 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import Any, ClassVar
 
 from ._backends import Backend, Launch
-from ._cgroups import CommandCgroup, command_cgroups
+from ._cgroups import CommandCgroup, command_cgroups, namespace_tag
 from ._identity import SandboxUser, thread_as
+from ._oom import first_to_go, protect_worker
+from ._output import OutputSink
 from ._quota import QuotaWatch, quotas_of
+from ._reaper import reaper
 from ._spec import Limits, SandboxSpec
+from ._staging import mark_started
 from ._threadmounts import ThreadMounts
+from ._tree import remove_tree
 from ._userns import (
     LAUNCH_FAILED_MARKER,
     LAUNCH_FAILED_STATUS,
@@ -43,87 +48,6 @@ from ._userns import (
 )
 
 _CHUNK = 1 << 16
-#: Bytes of a running command's newest output kept for its live view.
-TAIL_BYTES = 512
-
-
-def _create_beside_agent(path: Path, user: SandboxUser | None = None) -> IO[bytes]:
-    """Create ``path`` in a folder the sandboxed command can write, as the worker,
-    without following any symlink the command planted there (the folder itself or
-    the file): otherwise the worker would write wherever the agent points it. Both
-    belong to the sandbox user, like everything else in the command's scratch."""
-    folder = path.parent
-    try:
-        folder.mkdir(exist_ok=False)
-    except FileExistsError:
-        if folder.is_symlink() or not folder.is_dir():
-            folder.unlink()
-            folder.mkdir()
-    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        fd = os.open(
-            path.name,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-            0o644,
-            dir_fd=dir_fd,
-        )
-        if user is not None:
-            os.fchown(dir_fd, user.uid, user.gid)
-            os.fchown(fd, user.uid, user.gid)
-    finally:
-        os.close(dir_fd)
-    return os.fdopen(fd, "wb")
-
-
-class OutputSink:
-    """Keeps ``cap`` bytes for the result; spills everything (to ``save_cap``) to
-    ``path`` once the stream outgrows the cap."""
-
-    def __init__(
-        self, cap: int, save_cap: int, path: Path, user: SandboxUser | None = None
-    ) -> None:
-        self.user = user
-        self.cap = cap
-        self.save_cap = save_cap
-        self.path = path
-        self.head = bytearray()
-        #: The newest bytes, for the live view of a running command (heartbeats).
-        self.tail = b""
-        self.total = 0
-        self.saved = 0
-        self._file: IO[bytes] | None = None
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > self.cap
-
-    @property
-    def spilled(self) -> bool:
-        return self._file is not None or self.saved > 0
-
-    def write(self, data: bytes) -> None:
-        self.total += len(data)
-        self.tail = (self.tail + data[-TAIL_BYTES:])[-TAIL_BYTES:]
-        if self._file is None and len(self.head) + len(data) <= self.cap:
-            self.head += data
-            return
-        if self._file is None:
-            self._file = _create_beside_agent(self.path, self.user)
-            self._save(bytes(self.head))
-            room = self.cap - len(self.head)
-            self.head += data[: max(room, 0)]
-        self._save(data)
-
-    def _save(self, data: bytes) -> None:
-        assert self._file is not None
-        room = self.save_cap - self.saved
-        if room > 0:
-            self._file.write(data[:room])
-            self.saved += min(room, len(data))
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +114,7 @@ class _Spawner:
         base = _pids_base()
         if base is None:
             return
-        path = base / f"lw-sandboxes-{os.getpid()}-{self.limit}"
+        path = base / f"lw-sandboxes-{os.getpid()}-{self.limit}{namespace_tag()}"
         try:
             path.mkdir(exist_ok=True)
             (path / "pids.max").write_text(str(self.limit))
@@ -255,6 +179,7 @@ def _let_go(proc: subprocess.Popen[bytes], launch: Launch, start: _Start) -> Non
     try:
         if start.cgroup is not None:  # before the launcher has read its options
             start.cgroup.attach(proc.pid)
+        first_to_go(proc.pid)
         if launch.payload:
             os.write(start.args_write, launch.payload)
     except BaseException:
@@ -294,41 +219,52 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
     if launch.payload:
         with contextlib.suppress(OSError):
             fcntl.fcntl(start.args_write, fcntl.F_SETPIPE_SZ, max(len(launch.payload), 4096))
-    # The launcher waits for its options; it gets them as soon as it may go on (its
-    # rlimits set and, on cgroup v2, moved into its cgroup, which takes root), before
-    # this thread restores its own ids and cgroups, which the launcher need not wait for.
+    # The launcher waits for its options; it gets them as soon as it may go on: its
+    # rlimits set (as its own user) and, on cgroup v2, moved into its cgroup (as root).
     moved_later = start.cgroup is not None and start.cgroup.moves_launcher
+    proc: subprocess.Popen[bytes] | None = None
+    if start.cgroup is not None:
+        start.cgroup.prepare()
     try:
-        with contextlib.ExitStack() as inside:
-            if start.cgroup is not None:
-                inside.enter_context(start.cgroup.born_inside())
-            try:
-                with thread_as(launch.user):
-                    proc = subprocess.Popen(
-                        argv,
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE,
-                        env=launch.env,
-                        cwd=launch.cwd,
-                        start_new_session=True,
-                        close_fds=True,
-                        pass_fds=(
-                            start.args_read,
-                            *((start.report_write,) if reports else ()),
-                            *launch.fds,
-                        ),
-                    )
-                    if launch.gated:  # as the launcher's user: no privilege needed
-                        _gate(proc, start.limits)
+        try:
+            with thread_as(launch.user):
+                # Only the fork happens inside the command's cgroups: on cgroup v1 this
+                # thread's memory cgroup is the whole worker's while it is there (the
+                # kernel charges a process by its first thread), so it goes home at once.
+                with contextlib.ExitStack() as inside:
+                    if start.cgroup is not None:
+                        inside.enter_context(start.cgroup.born_inside())
+                    with reaper().launching() as launchers:
+                        proc = subprocess.Popen(
+                            argv,
+                            stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE,
+                            env=launch.env,
+                            cwd=launch.cwd,
+                            start_new_session=True,
+                            close_fds=True,
+                            pass_fds=(
+                                start.args_read,
+                                *((start.report_write,) if reports else ()),
+                                *launch.fds,
+                            ),
+                        )
+                        launchers.add(proc.pid)
+                for overlay in launch.overlays:  # mounted, and nothing of it ran yet
+                    mark_started(os.path.dirname(overlay[1]))
+                if launch.gated:  # as the launcher's user: no privilege needed
+                    _gate(proc, start.limits)
                     if not moved_later:
                         _let_go(proc, launch, start)
-            finally:
-                for fd in launch.fds:
-                    os.close(fd)
-        if moved_later:
+        finally:
+            for fd in launch.fds:
+                os.close(fd)
+        if moved_later or not launch.gated:
             _let_go(proc, launch, start)
     except BaseException:
+        if proc is not None:
+            reaper().done(proc.pid)
         if mounts is not None:
             mounts.release_overlays(launch.overlays)
         raise
@@ -446,6 +382,9 @@ class _Watch:
 #: How long a launcher's pipes may stay open after it exited (a descendant holding
 #: them) before whatever holds them is killed.
 _DRAIN_GRACE = 5.0
+#: How often (10 ms apart) a command killed at a memory limit looks whether its tmpfs
+#: has been freed before it returns.
+_DRAIN_MEMORY = 200
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
@@ -521,12 +460,18 @@ async def run_sandboxed(
     a Temporal activity cancel) kills the whole tree before it propagates.
     """
     loop = asyncio.get_running_loop()
+    reaper().reap()  # what earlier commands' sandboxes left, before this one forks
+    protect_worker()
     spawner = _Spawner.get(spec.limits.pids) if use_pids_cgroup else None
     started = time.monotonic()
     args_read, args_write = os.pipe()
     report_read, report_write = os.pipe()
     limits = spec.limits
-    cgroup = command_cgroups().create(limits.memory, limits.pids) if use_pids_cgroup else None
+    cgroup = (
+        command_cgroups().create(limits.memory, limits.pids, limits.total_memory)
+        if use_pids_cgroup
+        else None
+    )
     start = _Start(args_read, args_write, report_write, limits, spec.user, cgroup)
     try:
         launch = backend.launch(spec, args_read, report_write)
@@ -569,57 +514,85 @@ async def run_sandboxed(
             heartbeat(stdout.total, stderr.total)
 
     beater = asyncio.create_task(beat()) if heartbeat is not None else None
-    guard = asyncio.ensure_future(watch.exceeded())
+    # The heartbeat goes on until the result is ready: what follows the command (its
+    # overlays unmounted, a killed launcher's folders removed, the quota trim of
+    # 20,000 folders) can take longer than a heartbeat timeout on a busy host.
     try:
-        first: set[asyncio.Future[Any]] = {watch_end.ended, guard}
-        await asyncio.wait(first, timeout=spec.timeout, return_when="FIRST_COMPLETED")
-        if not exited.done():
-            if guard.done():
-                guard_stopped = True
-                stopped = f"the command was stopped: {guard.result()}"
-            else:
-                timed_out = True
-            await kill()
-            await exited
-        if not watch_end.drained.done():
-            await asyncio.wait({watch_end.drained}, timeout=_DRAIN_GRACE)
-        if not watch_end.drained.done():  # a descendant kept a pipe open: it must go too
-            await kill()
-            await asyncio.wait({watch_end.drained}, timeout=30)
-        proc.wait()
-    except BaseException:  # cancelled: the tree goes before the error propagates
-        with contextlib.suppress(BaseException):
-            await asyncio.shield(kill())
-        _kill_group(proc.pid)
-        if cgroup is not None:
-            cgroup.close()
-        watch.settle()  # nothing of it runs any more: keep its folders within quota
-        raise
+        guard = asyncio.ensure_future(watch.exceeded())
+        try:
+            first: set[asyncio.Future[Any]] = {watch_end.ended, guard}
+            await asyncio.wait(first, timeout=spec.timeout, return_when="FIRST_COMPLETED")
+            if not exited.done():
+                if guard.done():
+                    guard_stopped = True
+                    stopped = f"the command was stopped: {guard.result()}"
+                else:
+                    timed_out = True
+                await kill()
+                await exited
+            if not watch_end.drained.done():
+                await asyncio.wait({watch_end.drained}, timeout=_DRAIN_GRACE)
+            if not watch_end.drained.done():  # a descendant kept a pipe open: it must go too
+                await kill()
+                await asyncio.wait({watch_end.drained}, timeout=30)
+            proc.wait()
+        except BaseException:  # cancelled: the tree goes before the error propagates
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(kill())
+            _kill_group(proc.pid)
+            if cgroup is not None:
+                cgroup.close()
+            watch.settle()  # nothing of it runs any more: keep its folders within quota
+            raise
+        finally:
+            guard.cancel()
+            watch_end.close()
+            reaper().done(proc.pid)
+            reaper().reap_soon()
+            stdout.close()
+            stderr.close()
+            if cgroup is not None:
+                if cgroup.memory_exceeded():
+                    stopped = _joined(
+                        stopped,
+                        "a process of the command was killed at the memory limit of all its "
+                        f"processes together ({limits.memory >> 20} MiB) or of all commands of "
+                        f"the worker together ({cgroup.total >> 20} MiB, their tmpfs pages and "
+                        "staged memory included)",
+                    )
+                cgroup.close()
+            await started_launch.finish()  # last: the only step that may wait
+        left = [f for f in launch.watched if _left(f)]  # a launcher killed before its cleanup
+        if left:
+            await asyncio.to_thread(_remove_quietly, left)
+        if cgroup is not None and stopped is not None and cgroup.memory_exceeded():
+            # The kernel frees a dead sandbox's tmpfs a moment later: until then its pages
+            # still count toward all commands together, and the next command could pay.
+            await cgroup.drained(_DRAIN_MEMORY)
+        stopped = _joined(stopped, await watch.settled())
+        report = _drain(report_read)
+        if report:
+            return _launch_failed(
+                report.decode("utf-8", "replace").strip(), stdout, stderr, started
+            )
+        duration = time.monotonic() - started
+        code = proc.returncode if proc.returncode is not None else -1
+        if code < 0:  # killed by a signal: report it the way a shell does
+            code = 128 - code
+        return RunOutcome(code, timed_out, duration, stopped=stopped, quota_stopped=guard_stopped)
     finally:
-        guard.cancel()
         if beater is not None:
             beater.cancel()
-        watch_end.close()
-        stdout.close()
-        stderr.close()
-        if cgroup is not None:
-            if cgroup.memory_exceeded():
-                stopped = _joined(
-                    stopped,
-                    "a process of the command was killed at the memory limit of all its "
-                    f"processes together ({limits.memory >> 20} MiB)",
-                )
-            cgroup.close()
-        await started_launch.finish()  # last: the only step that may wait
-    stopped = _joined(stopped, await watch.settled())
-    report = _drain(report_read)
-    if report:
-        return _launch_failed(report.decode("utf-8", "replace").strip(), stdout, stderr, started)
-    duration = time.monotonic() - started
-    code = proc.returncode if proc.returncode is not None else -1
-    if code < 0:  # killed by a signal: report it the way a shell does
-        code = 128 - code
-    return RunOutcome(code, timed_out, duration, stopped=stopped, quota_stopped=guard_stopped)
+
+
+def _left(folder: Path) -> bool:
+    return os.path.lexists(folder)
+
+
+def _remove_quietly(folders: list[Path]) -> None:
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            remove_tree(folder)
 
 
 def _joined(first: str | None, second: str | None) -> str | None:

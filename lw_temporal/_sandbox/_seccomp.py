@@ -30,7 +30,8 @@ Denied everywhere (``EPERM`` unless said otherwise):
 * kernel attack surface an agent never needs: ``bpf``, ``perf_event_open``,
   ``userfaultfd``, ``io_uring_*``, ``kexec_*``, module loading, ``open_by_handle_at``,
   ``syslog``, ``acct``, ``reboot``, swap, clocks, ``quotactl``, ``vhangup``, ioperm,
-  ``modify_ldt``;
+  ``modify_ldt``, ``memfd_secret`` (pages taken out of the kernel's own map, which
+  no reclaim can touch);
 * the mount family (``mount``, ``umount2``, ``pivot_root``, ``chroot``, the new mount
   API) and namespaces (``unshare``, ``setns``, ``clone`` with any ``CLONE_NEW*`` flag;
   ``clone3``, whose flags sit in a struct the filter cannot read, answers ``ENOSYS``,
@@ -206,6 +207,7 @@ _DENIED = (
     "iopl",
     "modify_ldt",
     "lookup_dcookie",
+    "memfd_secret",
     "uselib",
     "mount",
     "umount2",

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import socket
 import uuid
 from pathlib import Path, PurePosixPath
@@ -31,8 +30,10 @@ from . import _seccomp
 from ._backends import Backend, SandboxUnavailable, UnsandboxedBackend
 from ._identity import SandboxUser
 from ._landlock import LandlockBackend
-from ._run import OutputSink, run_sandboxed
+from ._output import OutputSink
+from ._run import run_sandboxed
 from ._spec import Limits, SandboxMount, SandboxSpec
+from ._tree import remove_tree
 
 _PROBE = PurePosixPath("/mnt/probe")
 
@@ -124,7 +125,8 @@ async def self_test(
             failures.append("the network is open (a loopback connection was accepted)")
     finally:
         listener.close()
-        shutil.rmtree(work, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(work)
     if failures:
         detail = bytes(err.head).decode(errors="replace").strip()
         raise SandboxUnavailable(

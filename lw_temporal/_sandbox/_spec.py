@@ -52,6 +52,11 @@ class Limits:
     #: Resident memory (tmpfs pages included, no swap) of all the command's processes
     #: together, via its memory cgroup where the worker may create one.
     memory: int = 2 * 1024 * 1024 * 1024
+    #: Resident memory of all commands of the worker together, their tmpfs pages
+    #: (``/tmp``, ``TMPDIR``, memory staged by overlays) included, via the parent of
+    #: the command cgroups; ``None``: half of the host's memory, or of the worker's
+    #: own cgroup limit when lower.
+    total_memory: int | None = None
     #: Bytes on disk (allocated blocks) the command's writable folders may hold, its
     #: ``TMPDIR`` when that is not a sized tmpfs included: a command that goes over is
     #: stopped, and what it added past the quota removed (see :mod:`._quota`).

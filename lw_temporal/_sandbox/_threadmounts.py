@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._staging import staging_changed
 from ._userns import (
     _CLONE_NEWNS,
     _CLONE_NEWUSER,
@@ -67,7 +68,7 @@ class _Mounted:
     user: tuple[int, int] | None
     #: (st_dev, st_ino) of the store folder when it was bound: a folder replaced
     #: since (renamed over, or made where there was none) is bound anew.
-    lower: tuple[int, int]
+    lower: tuple[int, int, int]
 
 
 class ThreadMounts:
@@ -250,22 +251,13 @@ def release_staging(folder: os.PathLike[str] | str) -> None:
         mounts.release(os.fsencode(folder))
 
 
-def _identity(overlay: _Encoded) -> tuple[int, int]:
+def _identity(overlay: _Encoded) -> tuple[int, int, int]:
+    """The store folder's device, inode and group (a new group needs a new idmap)."""
     try:
         st = os.stat(overlay.source)
     except OSError:
-        return (-1, -1)
-    return (st.st_dev, st.st_ino)
-
-
-def staging_changed(staging: os.PathLike[str] | str) -> bool:
-    """Whether a command wrote anything through the overlay of this staging folder
-    (anything in its upper folder; an unreadable one counts as written)."""
-    try:
-        with os.scandir(os.path.join(staging, "upper")) as entries:
-            return next(entries, None) is not None
-    except OSError:
-        return True
+        return (-1, -1, -1)
+    return (st.st_dev, st.st_ino, st.st_gid)
 
 
 def _unmount(overlays: Sequence[_Encoded]) -> None:
@@ -305,9 +297,29 @@ class _MountAttr(ctypes.Structure):
     )
 
 
-@functools.cache
-def _idmap_userns(uid: int, gid: int) -> int:
-    """A user namespace mapping id 0 to (uid, gid), kept open for idmapped mounts.
+#: User namespaces kept open for idmapped mounts, by (uid, gid, kept group), least recently used
+#: first: one per agent a worker ran commands of lately (a mount made with one keeps
+#: its own reference, so an evicted one's descriptor is simply closed).
+_USERNS: dict[tuple[int, int, int], int] = {}
+_USERNS_MAX = 64
+
+
+def _idmap_userns(uid: int, gid: int, keep: int = 0) -> int:
+    """A user namespace mapping id 0 to (uid, gid), and group ``keep`` (a store root's
+    own group, when it has one) to itself, kept open for idmapped mounts: a file whose
+    group an idmapped mount cannot map is one the worker, which mounts the overlay and
+    copies files up, could not pass."""
+    fd = _USERNS.pop((uid, gid, keep), None)
+    if fd is None:
+        fd = _new_userns(uid, gid, keep)
+        while len(_USERNS) >= _USERNS_MAX:
+            os.close(_USERNS.pop(next(iter(_USERNS))))
+    _USERNS[(uid, gid, keep)] = fd
+    return fd
+
+
+def _new_userns(uid: int, gid: int, keep: int) -> int:
+    """A new user namespace with those maps, by descriptor.
 
     Its holder is made by ``clone(CLONE_NEWUSER)`` and runs libc's ``sleep`` on a stack
     of its own: no Python code runs in it, so no library's at-fork hook does either
@@ -319,7 +331,7 @@ def _idmap_userns(uid: int, gid: int) -> int:
         for name, data in (
             ("uid_map", f"0 {uid} 1\n"),
             ("setgroups", "deny"),
-            ("gid_map", f"0 {gid} 1\n"),
+            ("gid_map", f"0 {gid} 1\n" + (f"{keep} {keep} 1\n" if keep and keep != gid else "")),
         ):
             with open(f"/proc/{pid}/{name}", "w") as ids:
                 ids.write(data)
@@ -365,7 +377,11 @@ def _bind_lower(source: bytes, staging: int, user: tuple[int, int] | None, faile
         raise LaunchFailed(failed + os.strerror(ctypes.get_errno()))
     try:
         if user is not None:
-            attr = _MountAttr(_MOUNT_ATTR_IDMAP, 0, 0, _idmap_userns(*user))
+            try:
+                keep = os.stat(source).st_gid
+            except OSError:
+                keep = 0
+            attr = _MountAttr(_MOUNT_ATTR_IDMAP, 0, 0, _idmap_userns(*user, keep))
             if call(
                 _SYS_MOUNT_SETATTR,
                 tree,
