@@ -69,8 +69,8 @@ class LwConfig:
 
     def activity_scope(self) -> Scope:
         """The calling activity's scope: from ``activity.info()`` only, never arguments;
-        a regular activity first checks that this worker holds the run's scratch (a
-        local one runs beside its workflow task, wherever that is)."""
+        it first checks that this worker holds the run's scratch (see
+        :meth:`Topology.check_placement`)."""
         info = activity.info()
         if not info.workflow_id or not info.workflow_type:
             raise lw_error(
@@ -78,8 +78,7 @@ class LwConfig:
                 "lw activities run only inside an lw workflow (no workflow id in activity info)",
             )
         scope = self.scope_of(info.workflow_id, info.workflow_type)
-        if not info.is_local:
-            self.topology.check_placement(info.workflow_id, scope.agent_id)
+        self.topology.check_placement(info.workflow_id, scope.agent_id, local=info.is_local)
         from ._memory._manifest import record_manifest  # the run's first touch records it
 
         record_manifest(

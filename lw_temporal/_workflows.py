@@ -63,6 +63,7 @@ from ._errors import (
     INVALID_WORKFLOW_ID,
     MODEL_OUTPUT_LIMIT,
     TURN_LIMIT,
+    WRONG_TOPOLOGY,
     lw_error,
 )
 from ._ids import (
@@ -197,6 +198,13 @@ class _Agent:
         assert self._agent_id is not None
         return self._agent_id
 
+    @property
+    def tree_runs_id(self) -> str | None:
+        """The runs root this run's tree was placed on (``_placement`` stamps it on
+        every activity)."""
+        settings = self._state.settings
+        return None if settings is None or settings.pin is None else settings.pin.runs_id
+
     # -- visibility ---------------------------------------------------------------
     @workflow.query(name=PROGRESS_QUERY)
     def progress(self) -> Progress:
@@ -329,14 +337,19 @@ class _Agent:
     ) -> Any:
         args = [] if argument is None else [argument]
         if local:
-            return await workflow.execute_local_activity(
-                name,
-                args=args,
-                result_type=result_type,
-                start_to_close_timeout=start_to_close,
-                retry_policy=_RETRY,
-                summary=summary,
-            )
+            try:
+                return await workflow.execute_local_activity(
+                    name,
+                    args=args,
+                    result_type=result_type,
+                    start_to_close_timeout=start_to_close,
+                    retry_policy=_RETRY,
+                    summary=summary,
+                )
+            except (ActivityError, ApplicationError) as err:
+                if fatal := placement_failure(err, None):
+                    raise fatal from None
+                raise
         # A pinned tree's activities run on the host that holds its scratch.
         pin = self._state.settings.pin if self._state.settings else None
         try:
@@ -568,6 +581,12 @@ class _Agent:
         except ChildWorkflowError as err:
             if is_cancelled_exception(err):
                 raise
+            if _failure_type(err) == WRONG_TOPOLOGY:
+                # The tree split across disks: its work cannot all be where it reads.
+                raise ApplicationError(
+                    f"{child_id} failed: {_failure_text(err)}", type=WRONG_TOPOLOGY,
+                    non_retryable=True,
+                ) from None  # fmt: skip
             state.children_finished += 1
             text = f"{child_id} failed: {_failure_text(err)}"
             return self._result(call, turn, text, error=True, ref=ref)
