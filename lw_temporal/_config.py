@@ -8,7 +8,7 @@ client that starts one) cannot point an activity at another data dir or definiti
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
@@ -26,6 +26,11 @@ class LwConfig:
     layout: DataLayout
     definitions: DefinitionRegistry
     topology: Topology
+    #: Scopes derived so far, by (workflow id, workflow type): a scope is a pure function
+    #: of them and this configuration, and every activity of an agent asks for its own.
+    _scopes: dict[tuple[str, str], Scope] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def create(
@@ -56,8 +61,11 @@ class LwConfig:
 
     def scope_of(self, workflow_id: str, workflow_type: str) -> Scope:
         """The scope for a workflow, with grammar and registry errors made typed."""
+        scope = self._scopes.get((workflow_id, workflow_type))
+        if scope is not None:
+            return scope
         try:
-            return derive_scope(workflow_id, workflow_type, self.definitions, self.layout)
+            scope = derive_scope(workflow_id, workflow_type, self.definitions, self.layout)
         except InvalidWorkflowId as err:
             raise lw_error(INVALID_WORKFLOW_ID, str(err)) from None
         except KeyError as err:
@@ -66,6 +74,10 @@ class LwConfig:
                 f"workflow {workflow_id!r}: {err.args[0]}; register the definition in "
                 "LittleWorkflowPlugin(definitions=[...]) on this worker",
             ) from None
+        if len(self._scopes) >= 4096:
+            self._scopes.clear()
+        self._scopes[(workflow_id, workflow_type)] = scope
+        return scope
 
     def activity_scope(self) -> Scope:
         """The calling activity's scope: from ``activity.info()`` only, never arguments;

@@ -86,7 +86,8 @@ def placement_failure(
     if isinstance(cause, ApplicationError) and cause.type == WRONG_TOPOLOGY:
         return ApplicationError(cause.message, type=WRONG_TOPOLOGY, non_retryable=True)
     if (
-        isinstance(cause, TemporalTimeout)
+        isinstance(err, ActivityError)
+        and isinstance(cause, TemporalTimeout)
         and cause.type is TimeoutType.SCHEDULE_TO_START
         and pin is not None
         and pin.task_queue is not None
@@ -310,14 +311,15 @@ class Topology:
     def check_placement(self, workflow_id: str, agent_id: AgentId, *, local: bool = False) -> None:
         """Fail unless this worker's disk holds the run's scratch.
 
-        A run whose tree says where it was placed (the ``_placement`` header, every
-        activity of an lw agent tree: local ones too) must be on that runs root, in
-        every topology. Otherwise the run's marker says it is held here. Without one (the run's first activity on this
-        disk), the tree's entry on the shared memory root says which runs root its
-        top-level run was first marked on: another one means the run (or, for a run
-        with ancestors, the scratch it reads from them) is on another host, and
-        running here would see an empty scratch. A run whose tree has no entry (its
-        top-level run never ran an lw activity with this memory root) is let be."""
+        A run whose tree says where it was placed (the ``_placement`` header, on every
+        activity of an lw agent tree, local ones too) must be on that runs root, in
+        every topology. Otherwise the run's marker says it is held here. Without one
+        (the run's first activity on this disk), the tree's entry on the shared memory
+        root says which runs root its top-level run was first marked on: another one
+        means the run (or, for a run with ancestors, the scratch it reads from them) is
+        on another host, and running here would see an empty scratch. A run whose tree
+        has no entry (its top-level run never ran an lw activity with this memory
+        root) is let be."""
         layout = self.layout
         tree = placed_tree()
         if tree is not None:
