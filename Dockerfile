@@ -4,8 +4,9 @@ FROM python:3.11-slim-bookworm
 # bubblewrap: the primary sandbox backend (docker-compose.yaml gives the container the
 # seccomp profile it needs to create user namespaces; elsewhere `--sandbox auto` falls
 # back to Landlock). libseccomp2: the library that compiles the sandbox's own filter.
+# libnss-wrapper: the commands' account (whoami, id -un) when the backend is Landlock.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends bubblewrap libseccomp2 \
+    && apt-get install -y --no-install-recommends bubblewrap libseccomp2 libnss-wrapper \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

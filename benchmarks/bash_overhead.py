@@ -5,8 +5,8 @@ against plain ``bash -c true``, measured round-robin in the same run.
 (so the scope comes from the workflow ID as in production): pre-check, scratch and
 staging setup, the sandbox (rlimits, pids cgroup, seccomp), output capture and, for
 the planner, the overlay and reading its upper dir. The bare bwrap runs the command
-line lw.bash's own spec gives (the same mounts, namespaces, identity options and
-environment; only the overlay is a plain bind of its lower folder, since a bare bwrap
+line lw.bash's own spec gives (the same mounts, namespaces, identity options, account
+files and environment; only the overlay is a plain bind of its lower folder, since a bare bwrap
 has no overlay) with the same ``bash -c true`` through
 ``subprocess.run(capture_output=True)``, loading the same seccomp filter the same way
 (``--seccomp``, a fresh descriptor each run as lw.bash does): no pre-check, no
@@ -41,7 +41,7 @@ from temporalio.testing import ActivityEnvironment
 from lw_temporal import BashRequest, WorkflowDefinition
 from lw_temporal._bash import BashActivities
 from lw_temporal._config import LwConfig
-from lw_temporal._sandbox import BwrapBackend
+from lw_temporal._sandbox import BwrapBackend, SandboxSpec
 from lw_temporal._sandbox._identity import thread_as
 from lw_temporal._scope import Mount, Scope
 
@@ -51,16 +51,14 @@ ROLES = {
 }
 
 
-def bare_argv(
-    activities: BashActivities, scope: Scope, backend: BwrapBackend, seccomp_fd: int
-) -> list[str]:
+def bare_spec(activities: BashActivities, scope: Scope, backend: BwrapBackend) -> SandboxSpec:
+    """lw.bash's own spec of ``true`` in ``scope``, its overlay a plain bind."""
     staged: list[tuple[Mount, Path]] = []
     spec = activities._spec(scope, backend, "true", 120, staged)
     for _, folder in staged:
         shutil.rmtree(folder)
     mounts = tuple(dataclasses.replace(m, staging=None) for m in spec.mounts)
-    argv, _ = backend.bwrap_argv(dataclasses.replace(spec, mounts=mounts), seccomp_fd=seccomp_fd)
-    return argv
+    return dataclasses.replace(spec, mounts=mounts)
 
 
 async def timed(fn: Callable[[], Awaitable[object]]) -> tuple[float, float]:
@@ -93,24 +91,28 @@ async def main(rounds: int) -> None:
                 assert result.exit_code == 0, result
                 return result
 
-            bare = bare_argv(activities, scope, backend, -1)
-            at = bare.index("--seccomp") + 1
+            bare = bare_spec(activities, scope, backend)
 
-            async def bare_bwrap(bare: list[str] = bare, at: int = at) -> object:
+            async def bare_bwrap(bare: SandboxSpec = bare) -> object:
+                # The same account files as lw.bash writes into the root, fresh each run.
+                files = backend.account_fds(bare)
                 fd = backend.seccomp_fd()
+                fds = (fd, *(f for f, _ in files))
                 try:
+                    argv, _ = backend.bwrap_argv(bare, seccomp_fd=fd, files=files)
                     with thread_as(activities.user):
                         proc = subprocess.Popen(  # noqa: ASYNC220
-                            [*bare[:at], str(fd), *bare[at + 1 :]],
+                            argv,
                             stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE,
-                            pass_fds=(fd,),
+                            pass_fds=fds,
                         )
                     out, err = proc.communicate()
                     assert proc.returncode == 0, err
                     return out
                 finally:
-                    os.close(fd)
+                    for each in fds:
+                        os.close(each)
 
             async def plain_bash() -> object:
                 return subprocess.run(  # noqa: ASYNC221

@@ -18,9 +18,11 @@ before it ran (``BashResult.rejection`` says why).
 """
 
 from ._agent import AgentInput, AgentResult, Model, ModelRequest, ModelResponse, ToolCall
+from ._approvals import ApprovalRule
 from ._bash import REJECTED_EXIT_CODE, BashRequest, BashResult
 from ._definitions import AttachSpec, MemoryConfig, MemoryQuota, WorkflowDefinition
 from ._dreaming import Consolidator, DreamContext, Note, RunRecord
+from ._egress import NetworkPolicy
 from ._ids import Role
 from ._plugin import LittleWorkflowPlugin
 from ._scan import DefaultScanner, Finding, Scanner
@@ -29,6 +31,7 @@ __all__ = [
     "REJECTED_EXIT_CODE",
     "AgentInput",
     "AgentResult",
+    "ApprovalRule",
     "AttachSpec",
     "BashRequest",
     "BashResult",
@@ -42,6 +45,7 @@ __all__ = [
     "Model",
     "ModelRequest",
     "ModelResponse",
+    "NetworkPolicy",
     "Note",
     "Role",
     "RunRecord",

@@ -29,25 +29,40 @@ import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Literal, TypeVar
+from typing import TypeVar
 
-from pydantic import Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from ._base import FrozenModel
+from ._approvals._bashview import bash_view
+
+# The request and result models live beside this module; importers keep finding them here.
+from ._bash_models import BashRequest as BashRequest
+from ._bash_models import BashResult as BashResult
+from ._bash_models import MemoryChange as MemoryChange
 from ._changes import CommitOutcome, Committer, StoreChange
 from ._config import LwConfig
+from ._egress import (
+    PROXY_HOST,
+    PROXY_PORT,
+    EgressService,
+    EgressSession,
+    NetworkUse,
+    ProxyLimits,
+    proxy_environment,
+)
 from ._errors import MEMORY_COMMIT_FAILED, SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
 from ._locks import lock_exclusive
 from ._mode import Mode
-from ._pathcheck import TOO_COSTLY, UNPARSEABLE, CheckResult, check_command, filter_listing
+from ._pathcheck import CHECK_BUDGET_SECONDS, NO_STAGED_MEMORY, precheck, withhold_outside
 from ._sandbox import (
+    Account,
     Backend,
     CaptureLimits,
     Limits,
     OutputSink,
     SandboxMount,
+    SandboxNetwork,
     SandboxSpec,
     SandboxUnavailable,
     SandboxUser,
@@ -66,6 +81,7 @@ from ._sandbox import (
     staging_root,
     sweep,
 )
+from ._sandbox._netbroker import NO_BROKER
 from ._scope import Mount, Scope, StoreRef
 
 BASH_ACTIVITY = "lw.bash"
@@ -78,57 +94,6 @@ TIMEOUT_EXIT_CODE = 124
 OUTPUT_FOLDER = ".bash-output"
 
 _T = TypeVar("_T")
-
-
-class BashRequest(FrozenModel):
-    """The ``lw.bash`` activity's input: one command line for the agent's sandboxed
-    shell; the agent's view of memory and scratch follows from the workflow ID alone."""
-
-    #: No length bound here: a request that failed to decode would be retried; the
-    #: pre-check refuses one over ``MAX_COMMAND_BYTES`` with a readable reason instead.
-    command: str
-    timeout_seconds: float | None = Field(default=None, gt=0)
-
-
-class MemoryChange(FrozenModel):
-    #: The virtual path the agent used, e.g. ``/mnt/memory/workflow/lessons.md``.
-    path: str
-    kind: Literal["write", "delete", "mkdir"]
-    store: str
-
-
-class BashResult(FrozenModel):
-    """What one command did, bounded for the history: outputs beyond the cap are in
-    files the agent can read (``*_ref``), memory changes are listed with a count, and
-    ``rejection`` says why a command was refused before it ran (exit code
-    ``REJECTED_EXIT_CODE``)."""
-
-    exit_code: int
-    stdout: str
-    stderr: str
-    rejection: str | None = None
-    stdout_truncated: bool = False
-    stderr_truncated: bool = False
-    stdout_bytes: int = 0
-    stderr_bytes: int = 0
-    #: Virtual paths (under /mnt/scratch/own/) of the full outputs, set when truncated.
-    stdout_ref: str | None = None
-    stderr_ref: str | None = None
-    duration_seconds: float = 0.0
-    timed_out: bool = False
-    #: The first :data:`MAX_LISTED_CHANGES` memory changes kept; the count is of all.
-    memory_changes: tuple[MemoryChange, ...] = ()
-    memory_changes_count: int = 0
-    #: Memory changes that were not kept, each ``<virtual path>: <reason>`` (capped
-    #: the same way).
-    memory_refused: tuple[str, ...] = ()
-    memory_refused_count: int = 0
-    sandbox: str = ""
-    #: What the sandbox did about a limit the command reached, else None: stopped it
-    #: at its scratch or ``TMPDIR`` quota (its memory changes are not kept), a process
-    #: killed at the memory limit of all its processes, what it wrote past its scratch
-    #: quota removed. Also the last line of ``stderr``.
-    stopped: str | None = None
 
 
 def apply_staged(scope: Scope, store: StoreRef, changes: Sequence[StoreChange]) -> CommitOutcome:
@@ -167,6 +132,7 @@ class BashActivities:
         sandbox_uid: host uid of the commands when the worker runs as root (default
             ``64000``); a non-root worker runs them as itself.
         sandbox_gid: host gid likewise (default ``64000``).
+        egress: the egress proxy's per-command limits (agents with a network policy).
     """
 
     def __init__(
@@ -183,6 +149,7 @@ class BashActivities:
         capture_limits: CaptureLimits | None = None,
         sandbox_uid: int | None = None,
         sandbox_gid: int | None = None,
+        egress: ProxyLimits | None = None,
     ) -> None:
         self.config = config
         self.sandbox = sandbox
@@ -206,6 +173,9 @@ class BashActivities:
         # ``_sandbox._threadmounts``), which no other thread may reuse.
         self._idle_staging: dict[int, list[Path]] = {}
         self._claim: WorkerClaim | None = None
+        #: The worker's egress proxy (its process starts with the first command of an
+        #: agent with a network policy).
+        self.egress = EgressService(config.layout.local_state, egress)
 
     @property
     def callables(self) -> tuple[Callable[..., object], ...]:
@@ -232,7 +202,13 @@ class BashActivities:
             await self.ready_backend()
         except ApplicationError as err:
             activity_logger.warning("lw.bash will refuse every command: %s", err.message)
-        yield
+        if any(d.network is not None for d in self.config.definitions.values()):
+            with contextlib.suppress(OSError):  # else the first such command says why
+                self.egress.start()
+        try:
+            yield
+        finally:
+            self.egress.stop()
 
     def claim(self) -> WorkerClaim:
         """This worker's claim on the folders it stages commands in (taken once)."""
@@ -273,7 +249,8 @@ class BashActivities:
         key = (info.workflow_id or "", info.workflow_type or "")
         scope = self._scopes.get(key)
         if scope is None:
-            scope = self.config.activity_scope()
+            # A store an approval rule guards is read-only to bash (_approvals._bashview).
+            scope = bash_view(self.config.activity_scope())
             if len(self._scopes) >= 1024:
                 self._scopes.clear()
             self._scopes[key] = scope
@@ -290,7 +267,9 @@ class BashActivities:
             scope = await _beating(lambda: _heartbeat(0, 0), self._scope)
         safe_id = "".join(c if c.isalnum() or c in "._-" else "_" for c in info.activity_id)
         tag = f"{safe_id[:64]}-{info.attempt}-{uuid.uuid4().hex[:6]}"
-        return await self.run(scope, request, tag=tag, heartbeat=_heartbeat)
+        return await self.run(
+            scope, request, tag=tag, heartbeat=_heartbeat, run_id=info.workflow_run_id or ""
+        )
 
     async def run(
         self,
@@ -299,10 +278,14 @@ class BashActivities:
         *,
         tag: str,
         heartbeat: Callable[[int, int], None] | None = None,
+        run_id: str = "",
     ) -> BashResult:
         """Check and run one command in ``scope`` (the activity body, callable directly
         by code that already holds a trusted scope, such as benchmarks)."""
-        check = await _precheck(scope, request.command)
+        known = self._backend
+        check = await precheck(
+            scope, request.command, staged_memory=known is None or known.has_mount_view
+        )
         if check.rejection is not None:
             return BashResult(
                 exit_code=REJECTED_EXIT_CODE,
@@ -315,8 +298,10 @@ class BashActivities:
         timeout = min(request.timeout_seconds or self.default_timeout, self.max_timeout)
         staged: list[tuple[Mount, Path]] = []
         spec: SandboxSpec | None = None
+        network = await self._network(scope, backend, tag, run_id)
+        use: NetworkUse | None = None
         try:
-            spec = self._spec(scope, backend, request.command, timeout, staged)
+            spec = self._spec(scope, backend, request.command, timeout, staged, network)
             out_dir = scope.own_scratch / OUTPUT_FOLDER
             stdout = OutputSink(
                 self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stdout", self.user
@@ -333,8 +318,9 @@ class BashActivities:
                 ) from None
             head_err = bytes(stderr.head)
             if outcome.launch_failed is not None:
+                no_broker = network is not None and NO_BROKER in outcome.launch_failed
                 raise lw_error(
-                    SANDBOX_FAILED,
+                    SANDBOX_UNAVAILABLE if no_broker else SANDBOX_FAILED,
                     f"workflow {scope.workflow_id}: the sandbox could not be set up: "
                     f"{outcome.launch_failed}",
                 )
@@ -348,18 +334,35 @@ class BashActivities:
                 beat = None if heartbeat is None else lambda: heartbeat(stdout.total, stderr.total)
                 changes, refused = await _beating(beat, self._commit, scope, staged)
         finally:
+            if network is not None:
+                use = await self.egress.end(network)
             await self._release(staged, spec.private_dir if spec is not None else None, heartbeat)
         text_out = backend.present(spec, decode_output(bytes(stdout.head)))
-        head_text = backend.present(spec, decode_output(head_err))
-        if check.lists_recursively:
-            text_out = await asyncio.to_thread(filter_listing, scope, text_out)
+        raw_err = decode_output(head_err)
+        head_text = backend.present(spec, raw_err)
+        withheld: str | None = None
+        listing_withheld = 0
+        if check.lists_recursively and not backend.has_mount_view:
+            # Under bwrap nothing outside the roots exists to be listed; without a
+            # mount namespace the host's paths do, so their lines are held back.
+            listing = await asyncio.to_thread(
+                withhold_outside, scope, text_out, check.listing_cwd, budget=CHECK_BUDGET_SECONDS
+            )
+            text_out, listing_withheld, withheld = listing.text, listing.withheld, listing.note()
+        hint = _hint(scope, backend, spec, raw_err) if outcome.exit_code != 0 else None
         own_virtual = PurePosixPath(scope.cwd)
+        notes = [
+            f"command timed out after {timeout:g}s" if outcome.timed_out else None,
+            outcome.stopped,
+            withheld,
+            hint,
+        ]
         return BashResult(
             exit_code=TIMEOUT_EXIT_CODE if outcome.timed_out else outcome.exit_code,
             stdout=text_out,
             stderr=head_text
-            + (f"lw.bash: command timed out after {timeout:g}s\n" if outcome.timed_out else "")
-            + (f"lw.bash: {outcome.stopped}\n" if outcome.stopped else ""),
+            + "".join(f"lw.bash: {note}\n" for note in notes if note)
+            + (use.notes() if use is not None else ""),
             stdout_truncated=stdout.truncated,
             stderr_truncated=stderr.truncated,
             stdout_bytes=stdout.total,
@@ -374,7 +377,27 @@ class BashActivities:
             memory_refused_count=len(refused),
             sandbox=backend.guarantees,
             stopped=outcome.stopped,
+            listing_withheld=listing_withheld,
+            hint=hint,
+            network=use,
         )
+
+    async def _network(
+        self, scope: Scope, backend: Backend, tag: str, run_id: str
+    ) -> EgressSession | None:
+        """A proxy session for a command of an agent with a network policy (None for
+        every other command: no proxy, no change to its sandbox)."""
+        if scope.network is None or not backend.brokers_network:
+            return None
+        try:
+            return await self.egress.begin(
+                workflow_id=scope.workflow_id, run_id=run_id, command=tag, policy=scope.network
+            )
+        except OSError as err:
+            raise lw_error(
+                SANDBOX_FAILED,
+                f"workflow {scope.workflow_id}: the egress proxy cannot start: {err}",
+            ) from None
 
     def _spec(
         self,
@@ -383,6 +406,7 @@ class BashActivities:
         command: str,
         timeout: float,
         staged: list[tuple[Mount, Path]],
+        network: EgressSession | None = None,
     ) -> SandboxSpec:
         """The neutral sandbox spec of one command in ``scope``: its mounts (staging an
         overlay for each writable memory mount where the backend has a mount view)."""
@@ -402,10 +426,15 @@ class BashActivities:
             argv=("/bin/bash", "-c", command),
             cwd=scope.cwd,
             mounts=mounts,
+            env=proxy_environment() if network is not None else {},
             limits=self.limits,
             timeout=timeout,
             private_dir=private,
             user=self.user,
+            account=_account(scope),
+            network=None
+            if network is None
+            else SandboxNetwork(network.sandbox.fileno(), (PROXY_HOST, PROXY_PORT)),
         )
 
     async def _release(
@@ -559,30 +588,28 @@ async def _beating(
         raise
 
 
-#: A command this short is first checked on the event loop with a budget short
-#: enough not to delay anything else there (most commands: checking costs far less
-#: than waking a thread); one that needs longer is checked again in a thread.
-_INLINE_CHECK_BYTES = 1024
-_INLINE_CHECK_SECONDS = 0.002
+def _hint(scope: Scope, backend: Backend, spec: SandboxSpec, raw_err: str) -> str | None:
+    """Why a failed command may have worked elsewhere: a gap of the backend, or a write
+    to a memory mount that only an overlay (a mount view) can stage."""
+    hint = backend.explain(spec, raw_err)
+    memory = [str(m.real) for m in scope.mounts if m.store and m.writable]
+    if hint is None and not backend.has_mount_view and "denied" in raw_err:
+        return NO_STAGED_MEMORY if any(real in raw_err for real in memory) else None
+    return hint
 
 
-async def _precheck(scope: Scope, command: str) -> CheckResult:
-    """The pre-check, off the event loop unless it is short (a costly command must
-    not stall the worker's event loop and its heartbeats) and fail-closed: a command
-    it cannot finish reading is refused like any other, never an activity failure
-    that would be retried."""
-    if len(command) <= _INLINE_CHECK_BYTES:
-        with contextlib.suppress(Exception):  # any trouble: the thread's check answers
-            check = check_command(scope, command, budget=_INLINE_CHECK_SECONDS)
-            if not (check.rejection or "").startswith(TOO_COSTLY):
-                return check
-    try:
-        return await asyncio.to_thread(check_command, scope, command)
-    except Exception as err:  # any input must get an answer
-        return CheckResult(
-            f"{UNPARSEABLE}: the pre-check could not read it ({type(err).__name__}); "
-            "simplify the command"
-        )
+@functools.lru_cache(maxsize=256)
+def _account_of(definition_id: str, role: str, author: str | None) -> Account:
+    return Account(git_author=author or f"{definition_id} {role} <{role}@{definition_id}.invalid>")
+
+
+def _account(scope: Scope) -> Account:
+    """The command's account: its git author is the definition's, or one naming the
+    definition and role (``cr worker <worker@cr.invalid>``)."""
+    definition = scope.definition
+    name = definition.id if definition is not None else "pipeline"
+    author = definition.git_author if definition is not None else None
+    return _account_of(name, scope.role.value, author)
 
 
 def _ref(sink: OutputSink, scope: Scope, own_virtual: PurePosixPath) -> str | None:

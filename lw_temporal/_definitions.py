@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
+from ._approvals._rules import ApprovalRule
 from ._base import FrozenModel
+from ._egress._policy import NetworkPolicy
 from ._ids import DREAMING_DEFINITION_ID, check_definition_id
 
 Access = Literal["rw", "ro", "none"]
+_GIT_AUTHOR = re.compile(r"[^<>\n]+ <[^<>\s]+>")
 
 
 def canonical_json(value: Any) -> bytes:
@@ -85,7 +89,13 @@ class MemoryQuota(FrozenModel):
 
 
 class WorkflowDefinition(FrozenModel):
-    """One agent workflow: its id, what its agents are told, and its memory."""
+    """One agent workflow: its id, what its agents are told, its memory, which of its
+    agents' actions a person approves first (``approvals``) and, when its agents need
+    hosts on the network, which ones (``network``; none by default).
+
+    ``git_author`` (``"Name <email>"``) is who its agents' git commits are by in the
+    sandbox (default: the definition and role, ``cr worker <worker@cr.invalid>``); it
+    is not part of the definition's hash, so setting it moves no memory."""
 
     id: str
     instructions: str = ""
@@ -93,11 +103,35 @@ class WorkflowDefinition(FrozenModel):
     memory: MemoryConfig = MemoryConfig()
     quota: MemoryQuota = MemoryQuota()
     max_turns: int = Field(default=24, gt=0, le=10_000)
+    approvals: tuple[ApprovalRule, ...] = Field(default=(), max_length=100)
+    git_author: str | None = Field(default=None, exclude=True)
+    network: NetworkPolicy | None = None
 
     @field_validator("id")
     @classmethod
     def _id(cls, value: str) -> str:
         return check_definition_id(value)
+
+    @field_validator("git_author")
+    @classmethod
+    def _git_author(cls, value: str | None) -> str | None:
+        if value is not None and (not _GIT_AUTHOR.fullmatch(value) or value != value.strip()):
+            raise ValueError(
+                f"git_author must look like 'Name <email>' (as git commit --author), got {value!r}"
+            )
+        return value
+
+    @model_serializer(mode="wrap")
+    def _without_unset_sections(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A definition without a network policy or approval rules dumps (and so
+        hashes) as before there were either: its pipeline store keeps its key."""
+        data = handler(self)
+        if isinstance(data, dict):
+            if self.network is None:
+                data.pop("network", None)
+            if not self.approvals:
+                data.pop("approvals", None)
+        return data
 
     def canonical(self) -> bytes:
         return canonical_json(self.model_dump(mode="json"))

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import shutil
+import signal
 import socket
 import sys
 import time
@@ -20,12 +23,14 @@ from pathlib import Path
 
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.common import SearchAttributeKey
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from . import AgentInput, AgentResult, LittleWorkflowPlugin
 from ._live import Screen, follow, new_token
+from ._terminal import terminal_safe
 from .ids import (
     ORCHESTRATOR_WORKFLOW,
     SEARCH_ATTRIBUTE_DEFINITION,
@@ -122,8 +127,87 @@ async def run_pipeline(
     return result
 
 
+#: Where ``make demo`` puts its data when ``./lw-data`` cannot serve (a clone inside a
+#: home only its owner may enter, such as ``/root``): a folder every user may pass.
+FALLBACK_DATA_DIR = Path("/var/tmp/lw-demo")
+DEFAULT_DATA_DIR = Path("lw-data")
+
+
+PluginOn = Callable[[Path], LittleWorkflowPlugin]
+
+
+def _made(root: Path, make: PluginOn) -> tuple[LittleWorkflowPlugin, bool]:
+    created = not os.path.lexists(root)
+    try:
+        return make(root), created
+    except BaseException:
+        if created:
+            shutil.rmtree(root, ignore_errors=True)
+        raise
+
+
+async def _plugin_for(root: Path, make: PluginOn) -> tuple[LittleWorkflowPlugin | None, str]:
+    """A plugin on ``root`` whose sandbox passed its self-test there, or why not (a
+    folder made here for nothing is removed again)."""
+    try:
+        plugin, created = _made(root, make)
+    except (OSError, ValueError) as err:
+        return None, str(err)
+    try:
+        await plugin.bash_activities.ready_backend()
+    except ApplicationError as err:
+        if created:
+            shutil.rmtree(root, ignore_errors=True)
+        return None, err.message
+    return plugin, ""
+
+
+async def choose_data_dir(
+    given: str | None, out: Printer, make: PluginOn
+) -> tuple[LittleWorkflowPlugin, DataLayout]:
+    """The demo's plugin and data dir: ``given``, or ``./lw-data`` where the sandbox can
+    work in it, else :data:`FALLBACK_DATA_DIR` (said so). A given dir that cannot work
+    stops the demo before anything runs, with one line saying what to pass instead."""
+    if given is not None:
+        layout = DataLayout.at(given)
+        plugin, why = await _plugin_for(layout.root, make)
+        if plugin is None:
+            raise DemoSetupError(
+                f"{why}. Run the demo elsewhere: make demo DATA_DIR={FALLBACK_DATA_DIR} "
+                f"(lw-temporal demo --data-dir {FALLBACK_DATA_DIR})"
+            )
+        return plugin, layout
+    layout = DataLayout.at(DEFAULT_DATA_DIR)
+    plugin, why = await _plugin_for(layout.root, make)
+    if plugin is not None:
+        return plugin, layout
+    fallback, also = await _plugin_for(FALLBACK_DATA_DIR, make)
+    if fallback is None:
+        raise DemoSetupError(
+            f"{why}; nor in {FALLBACK_DATA_DIR}: {also}. Pass a data dir the sandbox can "
+            "use: make demo DATA_DIR=/some/dir"
+        )
+    out(f"note: ./{DEFAULT_DATA_DIR} cannot be used ({why}); the demo uses {FALLBACK_DATA_DIR}")
+    return fallback, DataLayout.at(FALLBACK_DATA_DIR)
+
+
+class DemoSetupError(Exception):
+    """The demo cannot run as asked; nothing was started."""
+
+
+async def _hold(out: Printer, ui: str) -> None:
+    """Keep the server and its UI up until Ctrl-C or SIGTERM."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    out(f"holding the dev server; browse the runs at {ui}; press Ctrl-C to stop")
+    await stop.wait()
+    out("stopping the dev server")
+
+
 async def run_demo(args: argparse.Namespace) -> int:
-    out: Printer = lambda line: print(line, flush=True)  # noqa: E731
+    out: Printer = lambda line: print(terminal_safe(line), flush=True)  # noqa: E731
     from workflows.pipeline import DEFINITIONS, ORCHESTRATOR_INSTRUCTIONS, sample_model
 
     spec = getattr(args, "model", None)
@@ -136,11 +220,25 @@ async def run_demo(args: argparse.Namespace) -> int:
     else:
         model = sample_model()
         out("model: the sample pipeline's scripted model (--model anthropic:<model> for Claude)")
-    layout = DataLayout.at(args.data_dir)
-    layout.root.mkdir(parents=True, exist_ok=True)
-    _seed_org_memory(layout)
 
+    def make(data_dir: Path) -> LittleWorkflowPlugin:
+        return LittleWorkflowPlugin(
+            data_dir,
+            DEFINITIONS,
+            model=model,
+            orchestrator=OrchestratorOptions(instructions=ORCHESTRATOR_INSTRUCTIONS),
+            deployment=DeploymentOptions(search_attributes_registered=True),
+        )
+
+    try:
+        plugin, layout = await choose_data_dir(getattr(args, "data_dir", None), out, make)
+    except DemoSetupError as err:
+        print(f"lw-temporal demo: {terminal_safe(str(err))}", file=sys.stderr)
+        return 2
+    _seed_org_memory(layout)
+    hold = getattr(args, "hold", False)
     ui_port = _free_port()
+    ui = f"http://127.0.0.1:{ui_port}"
     out("starting the Temporal dev server (in memory) ...")
     try:
         env = await WorkflowEnvironment.start_local(
@@ -157,29 +255,25 @@ async def run_demo(args: argparse.Namespace) -> int:
         print(f"lw-temporal demo: cannot start the Temporal dev server: {err}", file=sys.stderr)
         return 1
     try:
-        out(f"Temporal UI: http://127.0.0.1:{ui_port} (open while the demo runs)")
+        out(
+            f"Temporal UI: {ui} ("
+            + ("kept up after the pipeline, until Ctrl-C)" if hold else "up while the demo "
+               "runs; make demo HOLD=1 or lw-temporal demo --hold keeps it up afterwards)")
+        )  # fmt: skip
         out(f"data dir: {layout.root}")
-        plugin = LittleWorkflowPlugin(
-            layout.root,
-            DEFINITIONS,
-            model=model,
-            orchestrator=OrchestratorOptions(instructions=ORCHESTRATOR_INSTRUCTIONS),
-            deployment=DeploymentOptions(search_attributes_registered=True),
-        )
         config = env.client.config()
         config["plugins"] = [plugin]
         client = Client(**config)
         async with Worker(client, task_queue=TASK_QUEUE):
             await run_pipeline(client, layout, out, scripted=not spec)
             await dream_and_approve(client, out, "candidate-review", task_queue=TASK_QUEUE)
-            if getattr(args, "hold", False):
-                out("holding the server for the UI; press Ctrl-C to stop")
-                await asyncio.Event().wait()
+            if hold:
+                await _hold(out, ui)
     except WorkflowFailureError as err:
         print(f"lw-temporal demo: the pipeline failed: {_cause_text(err)}", file=sys.stderr)
         return 1
     except Exception as err:
-        print(f"lw-temporal demo: {type(err).__name__}: {err}", file=sys.stderr)
+        print(f"lw-temporal demo: {type(err).__name__}: {terminal_safe(str(err))}", file=sys.stderr)
         return 1
     finally:
         await env.shutdown()
@@ -215,4 +309,4 @@ def _cause_text(err: BaseException) -> str:
     while cause is not None:
         parts.append(str(cause))
         cause = cause.__cause__
-    return " <- ".join(p for p in parts if p)
+    return terminal_safe(" <- ".join(p for p in parts if p))

@@ -46,6 +46,9 @@ CONVERSATION_MISSING = "LwConversationMissing"
 WRONG_TOPOLOGY = "LwWrongTopology"
 #: A pinned run's host did not pick up its activity in time (the run fails).
 HOST_LOST = "LwHostLost"
+#: A decision on an approval request that cannot apply (unknown or already decided
+#: request, a decider its rule does not accept, a denial without a reason).
+APPROVAL_REFUSED = "LwApprovalRefused"
 
 #: Kinds no retry can fix; list them in a RetryPolicy's ``non_retryable_error_types``.
 NON_RETRYABLE: tuple[str, ...] = (
@@ -73,6 +76,7 @@ NON_RETRYABLE: tuple[str, ...] = (
     CONVERSATION_MISSING,
     WRONG_TOPOLOGY,
     HOST_LOST,
+    APPROVAL_REFUSED,
 )
 
 

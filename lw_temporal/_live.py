@@ -8,25 +8,26 @@ activity's heartbeat details, which ``describe()`` shows and the history never h
 On a terminal the tree is redrawn in place; piped, each change is one plain line (the
 command output left out), so logs stay readable. Every workflow of the tree that
 failed is named with its whole chain of causes. Whatever an agent wrote is printed
-through :func:`terminal_text`: it never reaches the terminal as control sequences.
+through :func:`~lw_temporal._terminal.terminal_safe`: it never reaches the terminal as
+control sequences.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import secrets
 import sys
 import time
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, TaskQueueType
 from temporalio.api.failure.v1 import Failure
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import (
     Client,
     WorkflowExecutionDescription,
@@ -34,11 +35,13 @@ from temporalio.client import (
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowHistoryEventFilterType,
+    WorkflowQueryFailedError,
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from ._privacy import PayloadSealed
-from ._workflows import PROGRESS_QUERY, Progress
+from ._privacy._codec import PayloadSealed
+from ._terminal import terminal_safe
+from ._workflows import PROGRESS_QUERY, AgentResult, Progress
 
 #: Seconds between two looks at a live tree.
 POLL_SECONDS = 0.5
@@ -46,6 +49,8 @@ POLL_SECONDS = 0.5
 NO_WORKER_HINT_SECONDS = 10.0
 #: How long one progress query may wait for a worker.
 QUERY_TIMEOUT = timedelta(seconds=5)
+#: Seconds since its last poll began within which a worker still counts as polling.
+POLLER_SECONDS = 90.0
 #: Workflows of one tree looked at each time (a larger tree shows its first ones).
 TREE_LIMIT = 200
 #: Characters of an agent's latest text, and lines of a running command's output, shown.
@@ -71,12 +76,15 @@ _FAILED = {
 
 @dataclass(frozen=True)
 class Node:
-    """One workflow of a tree as the server and its ``lw.progress`` query tell it."""
+    """One workflow of a tree as the server and its ``lw.progress`` query tell it (a
+    closed one that no worker answers for: as its history tells it)."""
 
     workflow_id: str
     depth: int
     progress: Progress | None
     status: WorkflowExecutionStatus | None
+    #: Its children's workflow IDs, from ``progress`` or from its history.
+    children: tuple[str, ...] = ()
     #: The newest output of the command the agent is running, if any.
     output: str = ""
 
@@ -90,7 +98,7 @@ class Node:
         progress = self.progress
         if progress is None:
             label = _CLOSED_LABEL.get(self.status, "starting") if self.status else "starting"
-            return f"{indent}{name}  {label}"
+            return terminal_safe(f"{indent}{name}  {label}")
         what = f"{progress.role.value} {progress.definition_id or 'pipeline'}"
         status = self.status
         closed = status is not None and status is not WorkflowExecutionStatus.RUNNING
@@ -116,7 +124,7 @@ class Node:
             parts.append(f"{progress.failed_tools} failed tool calls")
         if closed and progress.summary:
             parts.append(one_line(progress.summary, 80))
-        return "  ".join(parts)
+        return terminal_safe("  ".join(parts))
 
     def details(self, *, output: bool) -> list[str]:
         """The lines under a running agent's: its latest text, its command's output."""
@@ -135,25 +143,9 @@ class Node:
 
 def one_line(text: str, limit: int) -> str:
     """``text`` on one line of at most ``limit`` characters, for a tree line or a summary
-    (agent-written: escaped by :func:`terminal_text`)."""
-    flat = terminal_text(" ".join(text.split()))
+    (agent-written: escaped by :func:`terminal_safe`)."""
+    flat = terminal_safe(" ".join(text.split()))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def terminal_text(text: str) -> str:
-    """Agent-written ``text`` made inert for a terminal: control characters (escape
-    sequences, carriage returns, C1 controls) and invisible format characters (bidi
-    overrides) are shown as ``\\xNN``/``\\uNNNN`` instead of acting."""
-    out = _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-    if out.isascii():
-        return out
-    return "".join(
-        f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Cf", "Co", "Cn", "Cs") else c
-        for c in out
-    )
 
 
 def _tokens(progress: Progress) -> str:
@@ -165,57 +157,99 @@ def _tokens(progress: Progress) -> str:
     return f"tokens {usage.input_tokens} in / {usage.output_tokens} out{cached}"
 
 
-#: How a progress query fails when no worker polls the tree's task queue.
-_NO_WORKER = {RPCStatusCode.FAILED_PRECONDITION, RPCStatusCode.DEADLINE_EXCEEDED}
+@dataclass
+class _Asking:
+    """Whether a worker answered this snapshot's queries: once one did not in time,
+    the rest of the tree is read without asking (each would wait as long)."""
+
+    worker: bool = True
 
 
-async def _node(
-    client: Client, workflow_id: str, depth: int, *, ask: bool = True
-) -> tuple[Node | None, bool]:
-    """The workflow's node, asking its progress unless ``ask`` is false; and whether a
-    worker may answer the next query (one that went unanswered says no worker polls:
-    the rest of the tree, served by the same workers, is then not asked, so a tree
-    whose workers are gone is shown at once, from its histories)."""
+async def _polled(client: Client, task_queue: str) -> bool:
+    """Whether any worker polls ``task_queue`` for workflow tasks: without one, a query
+    could only wait for its timeout. A poller counts while its last poll began within
+    :data:`POLLER_SECONDS` (a long poll lasts up to a minute; the server lists pollers
+    for minutes after they stopped)."""
+    try:
+        found = await client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=client.namespace,
+                task_queue=TaskQueue(name=task_queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+        )
+    except RPCError:
+        return True  # cannot tell: ask
+    now = datetime.now(UTC)
+    return any(
+        not p.HasField("last_access_time")
+        or (now - p.last_access_time.ToDatetime(UTC)).total_seconds() < POLLER_SECONDS
+        for p in found.pollers
+    )
+
+
+async def _node(client: Client, workflow_id: str, depth: int, asking: _Asking) -> Node | None:
     handle = client.get_workflow_handle(workflow_id)
     try:
         described = await handle.describe()
-        status = described.status
     except RPCError as err:
         if err.status is RPCStatusCode.NOT_FOUND:
-            return (None if depth == 0 else Node(workflow_id, depth, None, None)), ask
+            return None if depth == 0 else Node(workflow_id, depth, None, None)
         raise
+    status = described.status
+    if depth == 0 and not await _polled(client, described.task_queue):
+        asking.worker = False
     progress: Progress | None = None
-    if ask:
+    if asking.worker:
         try:
             progress = await handle.query(
                 PROGRESS_QUERY, result_type=Progress, rpc_timeout=QUERY_TIMEOUT
             )
-        except RPCError as err:
-            ask = err.status not in _NO_WORKER
-        except (WorkflowFailureError, PayloadSealed):
-            pass
-    output = await _command_output(client, described)
-    return Node(workflow_id, depth, progress, status, output), ask
+        except RPCError:
+            asking.worker = False
+        except (WorkflowFailureError, WorkflowQueryFailedError, PayloadSealed):
+            pass  # (sealed: this client holds no key; the tree is read from history)
+    if progress is not None:
+        output = await _command_output(client, described)
+        return Node(workflow_id, depth, progress, status, tuple(progress.children), output)
+    if status in (None, WorkflowExecutionStatus.RUNNING):
+        return Node(workflow_id, depth, None, status)
+    progress, children = await _from_history(client, workflow_id, status)
+    return Node(workflow_id, depth, progress, status, children)
 
 
-async def _started_children(
-    client: Client, workflow_id: str, status: WorkflowExecutionStatus | None
-) -> list[str]:
-    """The children a workflow started, read from its history: the tree's shape when
-    its progress query gives none (no worker answers, or this client holds no key to
-    open the answer), since a child's workflow ID is not a sealed payload."""
-    if status is None:
-        return []
-    children: dict[str, None] = {}
+async def _from_history(
+    client: Client, workflow_id: str, status: WorkflowExecutionStatus
+) -> tuple[Progress | None, tuple[str, ...]]:
+    """A closed workflow no worker answers for, from its history: a finished agent's
+    result (its summary, turns, tokens and children), else the children it started."""
+    if status is WorkflowExecutionStatus.COMPLETED:
+        with contextlib.suppress(Exception):  # not an agent's result (a dream's...)
+            result = await client.get_workflow_handle(workflow_id, result_type=AgentResult).result()
+            progress = Progress(
+                workflow_id=workflow_id,
+                role=result.role,
+                definition_id=result.definition_id,
+                status="finished",
+                turn=result.turns,
+                max_turns=None,
+                children=result.children,
+                summary=result.summary,
+                failed_tools=result.failed_tools,
+                usage=result.usage,
+                tree_usage=result.tree_usage,
+            )
+            return progress, tuple(result.children)
+    children: list[str] = []
     handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(workflow_id)
     with contextlib.suppress(RPCError):
         async for event in handle.fetch_history_events():
             if event.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
-                attributes = event.start_child_workflow_execution_initiated_event_attributes
-                children[attributes.workflow_id] = None
+                child = event.start_child_workflow_execution_initiated_event_attributes
+                children.append(child.workflow_id)
                 if len(children) >= TREE_LIMIT:
                     break
-    return list(children)
+    return None, tuple(dict.fromkeys(children))
 
 
 async def _command_output(client: Client, described: WorkflowExecutionDescription) -> str:
@@ -235,19 +269,14 @@ async def fetch_tree(client: Client, root: str) -> list[Node] | None:
     """The tree under ``root`` in depth-first order, or None when ``root`` does not exist."""
     nodes: list[Node] = []
     pending: list[tuple[str, int]] = [(root, 0)]
-    ask = True
+    asking = _Asking()
     while pending and len(nodes) < TREE_LIMIT:
         workflow_id, depth = pending.pop()
-        node, ask = await _node(client, workflow_id, depth, ask=ask)
+        node = await _node(client, workflow_id, depth, asking)
         if node is None:
             return None
         nodes.append(node)
-        children = (
-            node.progress.children
-            if node.progress
-            else await _started_children(client, workflow_id, node.status)
-        )
-        pending += [(child, depth + 1) for child in reversed(children)]
+        pending += [(child, depth + 1) for child in reversed(node.children)]
     return nodes
 
 
@@ -315,7 +344,10 @@ async def report_failures(client: Client, nodes: list[Node]) -> int:
     failed = sorted((n for n in nodes if n.failed), key=lambda n: -n.depth)
     for node in failed:
         why = await failure_message(client, node.workflow_id)
-        print(f"lw-temporal: workflow {node.workflow_id} failed: {why}", file=sys.stderr)
+        print(
+            terminal_safe(f"lw-temporal: workflow {node.workflow_id} failed: {why}"),
+            file=sys.stderr,
+        )
     return 1 if failed else 0
 
 

@@ -9,6 +9,7 @@ obvious home. Every field defaults to the behaviour of a plugin built without it
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -17,6 +18,8 @@ from pathlib import Path
 from ._agent import DEFAULT_CONTEXT_BUDGET, ORCHESTRATOR_MAX_TURNS
 from ._definitions import MemoryQuota
 from ._dreaming import DEFAULT_INSTRUCTIONS, Consolidator
+from ._egress import ProxyLimits
+from ._egress._patterns import PatternError, normalise_name
 from ._memory import Embedder
 from ._privacy import KeyStore
 from ._sandbox import Limits
@@ -135,6 +138,53 @@ class DreamingAgentOptions:
     def instructions_for(self, target: str) -> str:
         """The instructions of the dream of ``target``, with ``{target}`` filled in."""
         return self.per_target.get(target, self.instructions).replace("{target}", target)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EgressOptions:
+    """The worker's egress proxy: what one command may use of the network, and (for
+    tests only) names it resolves without DNS.
+
+    Read by the proxy for every command whose agent has a network policy
+    (``WorkflowDefinition(network=NetworkPolicy(...))``); a worker without such
+    agents never starts the proxy.
+    """
+
+    #: Test stand-ins: ``{name: address}`` answered instead of a DNS lookup. A name
+    #: mapped to a loopback address is the only way the proxy connects to loopback;
+    #: every other refused address stays refused. Never set this in production.
+    resolve: Mapping[str, str] = field(default_factory=dict)
+    #: Connections (attempts, refused ones included) one command may make.
+    max_connections: int = 256
+    #: Bytes one command may move both ways together.
+    max_bytes: int = 1 << 30
+    #: How long one connection may stay open.
+    max_connection_seconds: float = 600.0
+
+    def __post_init__(self) -> None:
+        _positive("EgressOptions", "max_connections", self.max_connections)
+        _positive("EgressOptions", "max_bytes", self.max_bytes)
+        if self.max_connection_seconds <= 0:
+            raise ValueError("EgressOptions(max_connection_seconds=...) must be positive")
+        resolved: dict[str, str] = {}
+        for name, address in self.resolve.items():
+            try:
+                key = normalise_name(name)
+                value = str(ipaddress.ip_address(address))
+            except (PatternError, ValueError) as err:
+                raise ValueError(
+                    f"EgressOptions(resolve={{{name!r}: {address!r}}}): {err}"
+                ) from None
+            resolved[key] = value
+        object.__setattr__(self, "resolve", resolved)
+
+    def limits(self) -> ProxyLimits:
+        return ProxyLimits(
+            max_connections=self.max_connections,
+            max_bytes=self.max_bytes,
+            max_connection_seconds=self.max_connection_seconds,
+            resolve=dict(self.resolve),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,6 +23,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from ._agent import MissingModel, Model, ModelActivities, prefers_local_activity
 from ._agent._recorder import ResultRecorder
+from ._approvals._audit import ApprovalActivities
 from ._bash import BashActivities
 from ._config import LwConfig
 from ._definitions import WorkflowDefinition
@@ -34,6 +35,7 @@ from ._options import (
     BashOptions,
     DeploymentOptions,
     DreamingAgentOptions,
+    EgressOptions,
     MemoryOptions,
     ModelCallOptions,
     OrchestratorOptions,
@@ -66,7 +68,12 @@ def _passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
         return dataclasses.replace(
             runner,
             restrictions=runner.restrictions.with_passthrough_modules(
-                "lw_temporal", "pydantic", "pydantic_core", "annotated_types"
+                "lw_temporal",
+                "pydantic",
+                "pydantic_core",
+                "annotated_types",
+                # Approval rules match agent-written commands in workflow code with RE2.
+                "re2",
             ),
         )
     return runner
@@ -105,6 +112,8 @@ class LittleWorkflowPlugin(SimplePlugin):
         deployment: memory and runs roots, host, host timeout, memory id and whether
             the server has lw's search attributes.
         privacy: payload encryption per run tree (on by default) and its key store.
+        egress: the egress proxy's limits per command (agents whose definition has a
+            ``NetworkPolicy``) and, for tests only, a resolver override.
     """
 
     def __init__(
@@ -122,6 +131,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         dreaming: DreamingAgentOptions | None = None,
         deployment: DeploymentOptions | None = None,
         privacy: PrivacyOptions | None = None,
+        egress: EgressOptions | None = None,
     ) -> None:
         model_calls = model_calls or ModelCallOptions()
         orchestrator = orchestrator or OrchestratorOptions()
@@ -160,6 +170,7 @@ class LittleWorkflowPlugin(SimplePlugin):
             output_cap=bash.output_cap,
             limits=bash.limits,
             commit_staged=bash_committer(self.memory),
+            egress=(egress or EgressOptions()).limits(),
         )
         activities += self.bash_activities.callables
         #: Claude's text editor and memory tool over the same stores and sandbox user.
@@ -192,6 +203,8 @@ class LittleWorkflowPlugin(SimplePlugin):
         activities += self.dreaming_activities.callables
         self.retention_activities = RetentionActivities(self.config)
         activities += self.retention_activities.callables
+        self.approval_activities = ApprovalActivities(self.config)
+        activities += self.approval_activities.callables
         workflows += [DreamingWorkflow, ScratchRetentionWorkflow]
         self.activity_callables: Sequence[Callable[..., object]] = tuple(activities)
         super().__init__(

@@ -13,6 +13,7 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
 from ._definitions import DefinitionRegistry, WorkflowDefinition
+from ._egress._policy import NetworkPolicy
 from ._ids import (
     DREAMING_DEFINITION_ID,
     AgentId,
@@ -83,6 +84,9 @@ class Scope:
     mounts: tuple[Mount, ...]
     cwd: PurePosixPath = OWN_SCRATCH
     pipeline_key: str | None = field(default=None)
+    #: The hosts this agent's commands may reach (its definition's policy, when the
+    #: policy names its role); ``None``: no network.
+    network: NetworkPolicy | None = None
     #: The agent's own scratch folder: derived once (every command asks for it).
     own_scratch: Path = field(init=False, repr=False, compare=False)
 
@@ -134,6 +138,8 @@ class Scope:
             lines += [f"- {m.virtual}/ ({m.mode.value}) — {m.purpose}" for m in scratch]
         lines.append("")
         lines.append(f"Your working directory is {self.cwd}/. Nothing else is visible.")
+        if self.network is not None:
+            lines += ["", self.network.describe()]
         return "\n".join(lines)
 
 
@@ -318,6 +324,7 @@ def derive_scope(
                 "your working area; runs/ holds one file per run to consolidate.",
             )
         )
+    policy = definition.network if definition is not None else None
     return Scope(
         workflow_id=str(agent_id),
         agent_id=agent_id,
@@ -326,4 +333,5 @@ def derive_scope(
         definition=definition,
         mounts=tuple(mounts),
         pipeline_key=key,
+        network=policy if policy is not None and role.value in policy.roles else None,
     )

@@ -57,6 +57,7 @@ from ._agent import (
 )
 from ._agent._recorder import digest, tool_activity_id
 from ._agent._tools import RESULT_CAP, TASK_CAP, FinishArgs, PlanWorkflowArgs, clip
+from ._approvals._gate import Approvals, at_most_once
 from ._errors import (
     CONVERSATION_MISSING,
     HIERARCHY_VIOLATION,
@@ -105,6 +106,9 @@ _RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=5,
 )
+#: An approved call runs at most once: a person approved one run of it, and a retry
+#: after a lost attempt (a worker killed mid-command) could run it a second time.
+_ONCE = RetryPolicy(maximum_attempts=1)
 
 
 def _failure_text(err: BaseException) -> str:
@@ -142,13 +146,14 @@ def _carried(exchanges: Sequence[Exchange]) -> list[Exchange]:
     return kept[::-1]
 
 
-class _Agent:
+class _Agent(Approvals):
     """The loop shared by all roles; subclasses fix the workflow type and role, and the
     tool registry decides which tools the role has."""
 
     role: Role
 
     def __init__(self) -> None:
+        super().__init__()
         self._agent_id: AgentId | None = None
         self._state = AgentState()
         self._status = "starting"
@@ -224,6 +229,9 @@ class _Agent:
             said=clip(self._exchanges[-1].reply.text, SAID_CAP) if self._exchanges else "",
             usage=self._state.usage,
             tree_usage=self._state.usage + self._state.children_usage,
+            approvals=list(self._gate.book.pending),
+            decided=list(self._gate.book.decided),
+            decided_count=self._gate.book.decided_count,
         )
 
     def _label(self) -> dict[str, str]:
@@ -267,6 +275,7 @@ class _Agent:
         if state.settings is None:
             state.settings = agent_input.settings or await self._worker_settings()
         self._index_self()
+        self._gate.configure(self.agent_id, self.role, state)
         max_turns = self._max_turns = state.settings.turns_for(
             self.role, self.agent_id.definition_id
         )
@@ -296,6 +305,7 @@ class _Agent:
                     summary=summary,
                     turns=state.turn,
                     children=list(state.children),
+                    failed_tools=state.failed_tools,
                     usage=state.usage,
                     tree_usage=state.usage + state.children_usage,
                 )
@@ -334,6 +344,7 @@ class _Agent:
         local: bool = False,
         summary: str | None = None,
         activity_id: str | None = None,
+        once: bool = False,
     ) -> Any:
         args = [] if argument is None else [argument]
         if local:
@@ -359,7 +370,7 @@ class _Agent:
                 result_type=result_type,
                 start_to_close_timeout=start_to_close,
                 heartbeat_timeout=heartbeat,
-                retry_policy=_RETRY,
+                retry_policy=_ONCE if once else _RETRY,
                 summary=summary,
                 activity_id=activity_id,
                 **placement(pin),
@@ -443,6 +454,7 @@ class _Agent:
             # A model that answers without calling a tool is done, as in every chat
             # API's tool loop; its text is the summary.
             return reply.text or "finished"
+        self._gate.open(calls, exchange.turn, self._state)
         index = 0
         while index < len(calls):
             call = calls[index]
@@ -456,17 +468,33 @@ class _Agent:
                 return summary or reply.text or "finished"
             if spec is not None and spec.kind is ToolKind.CHILD:
                 group: list[ToolCall] = []
+                first = index
                 while index < len(calls) and calls[index].name == call.name:
                     group.append(calls[index])
                     index += 1
+                allowed = []
+                verdicts = await self._verdicts(range(first, index))
+                for child, verdict in zip(group, verdicts, strict=True):
+                    if verdict is None or verdict.runs:
+                        allowed.append(child)
+                    else:
+                        text = verdict.text
+                        self._record(exchange, self._result(child, exchange.turn, text, error=True))
                 self._status = "waiting for children"
-                self._running = [f"{len(group)} x {call.name}"]
-                for result in await asyncio.gather(*self._start_children(group, exchange.turn)):
+                self._running = [f"{len(allowed)} x {call.name}"]
+                for result in await asyncio.gather(*self._start_children(allowed, exchange.turn)):
                     self._record(exchange, result)
                 continue
-            self._status = "running tools"
-            self._running = [call.name]
-            self._record(exchange, await self._tool(call, spec, exchange.turn, index))
+            [verdict] = await self._verdicts([index])
+            if verdict is not None and not verdict.runs:
+                text = verdict.text
+                self._record(exchange, self._result(call, exchange.turn, text, error=True))
+            else:
+                self._status = "running tools"
+                self._running = [call.name]
+                # The memory tools' ledger makes their retries exactly-once already.
+                once = verdict is not None and not call.name.startswith("memory_")
+                self._record(exchange, await self._tool(call, spec, exchange.turn, index, once))
             index += 1
         self._running = []
         return None
@@ -494,7 +522,12 @@ class _Agent:
         return None
 
     async def _tool(
-        self, call: ToolCall, spec: Tool[Any, Any] | None, turn: int, index: int
+        self,
+        call: ToolCall,
+        spec: Tool[Any, Any] | None,
+        turn: int,
+        index: int,
+        once: bool = False,
     ) -> ToolResult:
         refusal = self._refusal(call, spec)
         if refusal is not None or spec is None or spec.activity is None:
@@ -508,20 +541,30 @@ class _Agent:
             request = spec.arguments(call.arguments)
         except ValidationError as err:
             return self._result(call, turn, f"{call.name}: invalid arguments: {err}", error=True)
-        try:
-            result = await self._execute(
-                spec.activity,
+        activity = spec.activity
+
+        def attempt(activity_id: str) -> Coroutine[Any, Any, Any]:
+            return self._execute(
+                activity,
                 request,
                 spec.result or dict,
                 start_to_close=spec.timeout(request),
                 heartbeat=spec.heartbeat,
                 summary=tool_summary(call.name, call.arguments),
-                activity_id=tool_activity_id(turn, index),
+                activity_id=activity_id,
+                once=once,
             )
+
+        try:
+            first = tool_activity_id(turn, index)
+            result = await (at_most_once(attempt, first) if once else attempt(first))
         except ActivityError as err:
             if is_cancelled_exception(err):
                 raise
-            return self._result(call, turn, _failure_text(err), error=True)
+            text = _failure_text(err)
+            if once:
+                text += " (an approved call is not tried again once it may have started)"
+            return self._result(call, turn, text, error=True)
         rendered = spec.rendered(result)
         answer = self._result(call, turn, rendered.text, error=rendered.is_error, ref=rendered.ref)
         self._digests[call.id] = digest(answer.text)

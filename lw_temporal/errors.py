@@ -45,9 +45,15 @@ Topology:
 
 - ``WRONG_TOPOLOGY``: an activity of a run whose scratch is on another host.
 - ``HOST_LOST``: a pinned run's host stopped picking up its activities.
+
+Approvals:
+
+- ``APPROVAL_REFUSED``: a decision on an approval request that cannot apply (unknown
+  or already decided request, a decider the rule does not accept, a denial without why).
 """
 
 from ._errors import (
+    APPROVAL_REFUSED,
     CONVERSATION_MISSING,
     HIERARCHY_VIOLATION,
     HOST_LOST,
@@ -81,6 +87,7 @@ from ._errors import (
 )
 
 __all__ = [
+    "APPROVAL_REFUSED",
     "CONVERSATION_MISSING",
     "HIERARCHY_VIOLATION",
     "HOST_LOST",

@@ -3,8 +3,10 @@ worker step with readable memory, and a way to run raw system calls from inside.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+import socket
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import pytest
@@ -92,3 +94,36 @@ def raw_calls(
     body = _RAW_PRELUDE + f"N = {numbers!r}\n" + setup + "\n"
     body += "".join(f"call({name!r}, N[{call!r}], {args})\n" for name, call, args in probes)
     return f"python3 -c {shell_quote(body)}"
+
+
+@contextmanager
+def host_listener() -> Iterator[tuple[int, list[bytes]]]:
+    """A TCP listener on the host's loopback; the list gets what each visitor sent."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.2)
+    hits: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except (TimeoutError, OSError):
+                continue
+            conn.settimeout(1)
+            try:
+                hits.append(conn.recv(64) or b"connected")
+            except OSError:
+                hits.append(b"connected")
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1], hits
+    finally:
+        stop.set()
+        thread.join()
+        server.close()

@@ -1,6 +1,7 @@
 """Definitions and a scripted model for the ``lw-temporal run``/``status`` and worker
 metrics tests: ``steady`` succeeds (commands, memory, two steps), ``shaky`` starts a
-step that fails (its model has no script for it)."""
+step that fails (its model has no script for it), ``probing`` runs a command the
+pre-check refuses (a failed tool call), ``sleepy`` runs a command that takes minutes."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ CLI = str(Path(sys.executable).parent / "lw-temporal")
 DEFINITIONS = (
     WorkflowDefinition(id="steady", instructions="Do two small steps."),
     WorkflowDefinition(id="shaky", instructions="Start a step that cannot run."),
+    WorkflowDefinition(id="probing", instructions="Read what is not yours."),
+    WorkflowDefinition(id="sleepy", instructions="Wait."),
 )
 
 MODEL = ScriptedModel(
@@ -33,7 +36,6 @@ MODEL = ScriptedModel(
         ("steady", Role.PLANNER): [
             [
                 tool("bash", command="echo planning > /mnt/scratch/own/plan.md"),
-                tool("bash", command="cat /etc/shadow"),
                 tool(
                     "memory_append",
                     path="/mnt/memory/workflow/lessons-learned.md",
@@ -46,6 +48,14 @@ MODEL = ScriptedModel(
         ("steady", Role.WORKER): [
             [tool("bash", command="cat /mnt/scratch/from-planner/plan.md")],
             [tool("finish", summary="step done")],
+        ],
+        ("sleepy", Role.PLANNER): [
+            [tool("bash", command="sleep 300", timeout_seconds=600)],
+            [tool("finish", summary="woke up")],
+        ],
+        ("probing", Role.PLANNER): [
+            [tool("bash", command="cat /etc/shadow")],
+            [tool("finish", summary="probed")],
         ],
         ("shaky", Role.PLANNER): [
             [tool("run_step", task="doomed")],
@@ -69,8 +79,8 @@ async def worker_process(
     definitions: str = "tests._live_support:DEFINITIONS",
     model: str = "tests._live_support:MODEL",
 ) -> AsyncIterator[None]:
-    """``lw-temporal worker`` serving these definitions (or others), as a process, until
-    the block ends."""
+    """``lw-temporal worker`` serving these definitions (or ``definitions`` with
+    ``model``), as a process, until the block ends."""
     worker = await asyncio.create_subprocess_exec(
         CLI,
         "worker",

@@ -23,6 +23,8 @@ from temporalio.testing import WorkflowEnvironment
 from lw_temporal import LittleWorkflowPlugin, testing
 from lw_temporal.testing import dev_environment, time_skipping_environment
 
+from ._browser_support import CHROMIUM, Browser
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """Under root, keep the temporary folders out of ``/tmp/pytest-of-root``, which
@@ -116,3 +118,16 @@ class Traces:
 @pytest.fixture
 def traces() -> Traces:
     return Traces()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def browser() -> AsyncIterator[Browser]:
+    """One headless Chromium for the session's page tests (``make setup`` installs
+    Debian's ``chromium``; without it these tests are skipped, saying so)."""
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"{CHROMIUM} is missing: run make system-deps (apt-get install chromium)")
+    started = await Browser.start()
+    try:
+        yield started
+    finally:
+        await started.close()

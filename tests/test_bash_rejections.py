@@ -38,12 +38,15 @@ async def test_outside_the_roots_is_refused_for_every_role(
 ) -> None:
     async with bash_worker(dev_env, plugin) as bash:
         results = await bash.run(
-            agent, ["cat /etc/shadow", "cat ../../../../etc/hosts", "ls /root", "echo ok"]
+            # /etc/hostname: a host file the view does not show (its /etc/hosts is the
+            # sandbox's own)
+            agent,
+            ["cat /etc/shadow", "cat ../../../../etc/hostname", "ls /root", "echo ok"],
         )
     shadow, traversal, root, ok = results
     assert shadow.rejection == "path is outside the allowed roots: /etc/shadow"
     assert shadow.exit_code == REJECTED_EXIT_CODE and shadow.stdout == ""
-    assert traversal.rejection == "path is outside the allowed roots: /etc/hosts"
+    assert traversal.rejection == "path is outside the allowed roots: /etc/hostname"
     assert root.rejection == "path is outside the allowed roots: /root"
     assert ok.rejection is None and ok.exit_code == 0 and ok.stdout == "ok\n"
 

@@ -18,40 +18,12 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from tests._escape_support import BACKENDS, WORKER, running, shell_quote
+from tests._escape_support import BACKENDS, WORKER, host_listener, running, shell_quote
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.shmat.restype = ctypes.c_void_p
 SHM_KEY = 0x4C570009
 MARKER = b"host-only-marker"
-
-
-@contextmanager
-def _listener() -> Iterator[tuple[int, list[bytes]]]:
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.settimeout(0.2)
-    hits: list[bytes] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except (TimeoutError, OSError):
-                continue
-            hits.append(conn.recv(64) or b"connected")
-            conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1], hits
-    finally:
-        stop.set()
-        thread.join()
-        server.close()
 
 
 @contextmanager
@@ -75,7 +47,7 @@ def _python(body: str) -> str:
 async def test_sockets_and_ipc_reach_nothing_on_the_host(
     dev_env: WorkflowEnvironment, data_dir: Path, backend: str
 ) -> None:
-    with _listener() as (port, hits), _segment() as address:
+    with host_listener() as (port, hits), _segment() as address:
         mptcp = _python(
             "import socket\n"
             "s = socket.socket(2, 1, 262)\n"

@@ -32,7 +32,10 @@ async def test_two_hosts_keep_each_pipeline_on_one_host(
     roots = {host: tmp_path / f"host-{host}" for host in ("a", "b")}
 
     def flags(host: str) -> list[str]:
-        return ["--memory-root", str(memory), "--runs-root", str(roots[host]), "--host", host]
+        return [
+            *("--memory-root", str(memory), "--runs-root", str(roots[host])),
+            *("--host", host, "--create"),
+        ]
 
     client = plugin_client(dev_env, LittleWorkflowPlugin(memory, DEFINITIONS))
     pipelines = [f"pipeline_{task_queue}-{n}" for n in range(4)]

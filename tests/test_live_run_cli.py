@@ -125,9 +125,11 @@ async def test_bad_arguments_and_unknown_workflows_are_clear_errors(
     code, _, err = await lw(dev_env, "run", "Not A Definition", "task")
     assert code != 0 and "definition" in err
     code, _, err = await lw(dev_env, "run", "--pipeline", "a", "b")
-    assert code != 0 and 'lw-temporal run --pipeline "<task>"' in err
+    assert code == 2 and 'lw-temporal run --pipeline "TASK"' in err
     code, _, err = await lw(dev_env, "status", "run_nothing@here")
     assert code == 1 and "no workflow 'run_nothing@here'" in err
+    code, _, err = await lw(dev_env, "status", "")
+    assert code == 2 and err.startswith("lw-temporal status: workflow ID is empty")
 
 
 async def test_on_a_terminal_the_tree_is_redrawn_in_place(
@@ -179,6 +181,10 @@ async def test_the_worker_serves_lw_metrics_on_its_prometheus_port(
         dev_env, "run", "steady", "Again.", "--task-queue", TASK_QUEUE, "--id", "m-1"
     )
     assert code == 0, err
+    code, _, err = await lw(
+        dev_env, "run", "probing", "Look.", "--task-queue", TASK_QUEUE, "--id", "m-2"
+    )
+    assert code == 3, err
     url = f"http://127.0.0.1:{metrics_port}/metrics"
     text = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=10).read().decode())
     samples = {

@@ -66,6 +66,7 @@ async def test_planner_crud_on_its_workflow_memory(
         ("replace", "lessons/first.md"),
         ("write", "tmp/x.md"),
         ("delete", "tmp/x.md"),
+        ("rmdir", "tmp"),
     ]
     for entry in audit:
         assert entry.workflow_id == wid

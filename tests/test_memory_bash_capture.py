@@ -69,6 +69,7 @@ async def test_bash_changes_are_versioned_audited_and_rolled_back(
     assert sorted((e.op, e.path) for e in bash_entries) == [
         ("delete", "old/a.md"),
         ("delete", "old/b.md"),
+        ("rmdir", "old"),  # the folder's removal is audited as its creation is
         ("write", "lessons.md"),
     ]
     for entry in bash_entries:

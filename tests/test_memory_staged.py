@@ -74,6 +74,7 @@ def test_all_or_nothing(data_dir: Path, tmp_path: Path) -> None:
     assert sorted((e.op, e.path) for e in entries) == [
         ("delete", "dir/x.md"),
         ("mkdir", "fresh"),
+        ("rmdir", "dir"),
         ("write", "fresh/n.md"),
         ("write", "keep.md"),
     ]
@@ -88,7 +89,7 @@ def test_all_or_nothing(data_dir: Path, tmp_path: Path) -> None:
     assert not (root / "keep.md").exists()
     record = stores.recorded(STORE, BASH)
     assert record is not None and record.attachment == {"exit_code": 0}
-    assert len([e for e in stores.audit(STORE) if e.actor is None]) == 4
+    assert len([e for e in stores.audit(STORE) if e.actor is None]) == 5
 
 
 def test_quota_counts_the_whole_command(data_dir: Path, tmp_path: Path) -> None:

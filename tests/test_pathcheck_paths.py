@@ -8,20 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from lw_temporal import WorkflowDefinition
-from lw_temporal._config import LwConfig
 from lw_temporal._pathcheck import check_command, filter_listing
 from lw_temporal._scope import Scope
-
-WORKER = "pipeline_pc/sub-runs/run_cr@1/steps/step_1"
+from tests._pathcheck_support import worker_scope
 
 
 @pytest.fixture
 def scope(data_dir: Path) -> Scope:
-    config = LwConfig.create(data_dir, [WorkflowDefinition(id="cr")])
-    scope = config.scope_of(WORKER, "lw.Worker")
-    scope.own_scratch.mkdir(parents=True)
-    return scope
+    return worker_scope(data_dir)
 
 
 OUTSIDE = [
@@ -32,7 +26,7 @@ OUTSIDE = [
     ("wc -l < /var/log/syslog", "/var/log/syslog"),
     ("cat /var/$x", "/var"),
     ("ls /home/*", "/home"),
-    ("ls ~root", "/home/root"),
+    ("ls ~root", "/root"),  # root's home in the sandbox's passwd
     ("echo a > /srv/out", "/srv/out"),
     ("python3 /opt/tool.py", "/opt/tool.py"),
     ("cat /mnt/memory/secret", "/mnt/memory/secret"),

@@ -32,7 +32,7 @@ def _switched_worker_snippet() -> str:
         target = next(w for w in worker.splitlines() if w.strip().startswith(old.strip()))
         worker = worker.replace(target, new.rstrip())
     # Up to the plugin: the rest of the snippet connects to a server.
-    return worker.split("client = await")[0]
+    return worker.split("async def main")[0]
 
 
 async def _finish(request: ModelRequest) -> ModelResponse:

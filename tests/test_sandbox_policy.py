@@ -25,8 +25,7 @@ SYSTEM_ARGV = [
     "--symlink", "usr/sbin", "/sbin",
     "--symlink", "usr/lib", "/lib",
     *(["--symlink", "usr/lib64", "/lib64"] if Path("/usr/lib64").is_dir() else []),
-    "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
-    "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
+    *[a for p in SYSTEM_VIEW.etc_files for a in ("--ro-bind-try", p, p)],
     "--proc", "/proc",
     "--dev", "/dev",
     "--size", "67108864", "--tmpfs", "/dev/shm",
@@ -42,6 +41,8 @@ HEAD = [
     "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
     "--setenv", "LANG", "C.UTF-8",
     "--setenv", "HOME", "/mnt/scratch/own",
+    "--setenv", "USER", "agent",
+    "--setenv", "LOGNAME", "agent",
     "--setenv", "TMPDIR", "/tmp",
 ]  # fmt: skip
 
@@ -92,7 +93,7 @@ def test_planner_bwrap_argv_binds_the_overlay_not_the_store(tmp_path: Path) -> N
 def system_rules() -> list[tuple[str, int]]:
     return [
         ("/usr", READ), ("/bin", READ), ("/sbin", READ), ("/lib", READ), ("/lib64", READ),
-        ("/etc/ld.so.cache", READ), ("/etc/alternatives", READ), ("/proc", READ),
+        *[(p, READ) for p in SYSTEM_VIEW.etc_files], ("/proc", READ),
         ("/dev/null", DEVICE), ("/dev/zero", READ_FILE), ("/dev/full", READ_FILE),
         ("/dev/random", READ_FILE), ("/dev/urandom", READ_FILE), ("/dev/tty", READ_FILE),
     ]  # fmt: skip
@@ -116,10 +117,13 @@ def test_landlock_rule_set_is_exact(tmp_path: Path, role: tuple[str, str]) -> No
         ]
     else:  # no mount view, no overlay: the planner's writable memory is read-only here
         mounts = [(empty, READ), (empty, READ), (str(d / "runs/run_cr@1/scratch"), every)]
+    etc = spec.private_dir / "etc"
     assert list(rules.rules) == [
         *system_rules(),
         *mounts,
         (str(spec.private_dir / "view"), READ),
+        *[(str(etc / name), READ) for name in ("passwd", "group", "hosts", "gitconfig")],
+        (str(etc / "nsswitch.conf"), READ),
         (str(tmp), every),
     ]
 
@@ -145,5 +149,5 @@ def test_precheck_reads_the_same_view_writable(tmp_path: Path, path: str) -> Non
 def test_nothing_else_of_the_host_is_shown(tmp_path: Path) -> None:
     config = LwConfig.create(tmp_path, [WorkflowDefinition(id="cr")])
     scope = config.scope_of(*WORKER)
-    for path in ("/etc/passwd", "/home", "/dev/sda", "/root", "/var", "/dev/kmsg"):
+    for path in ("/etc/shadow", "/etc/hostname", "/home", "/dev/sda", "/root", "/var", "/dev/kmsg"):
         assert classify(scope, path) is None, path

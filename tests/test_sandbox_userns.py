@@ -7,6 +7,7 @@ report a failed mount as a launch failure without host paths."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import stat
 from pathlib import Path, PurePosixPath
@@ -22,7 +23,7 @@ from lw_temporal._sandbox import (
     OutputSink,
     SandboxMount,
     SandboxSpec,
-    _run,
+    _userns,
     run_sandboxed,
 )
 from tests._sandbox_support import host_overlays
@@ -109,17 +110,17 @@ async def test_failed_overlay_mount_is_a_launch_failure_without_host_paths(
     assert (code, out) == (0, f"{TARGET}\n".encode())
 
 
-async def test_a_child_that_fails_without_a_word_is_a_launch_failure(
+async def test_a_launcher_that_fails_unexpectedly_is_a_launch_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    class Broken:
-        def __init__(self, overlays: object, report_fd: int, **_: object) -> None:
-            pass
+    """An error the launcher does not expect (here a staging path it cannot even pass
+    to the kernel) still ends as a launch failure, never as the command's exit."""
+    encoded = _userns._encoded
 
-        def __call__(self) -> None:
-            raise RuntimeError("boom")
+    def broken(overlays: tuple[_userns.Overlay, ...]) -> tuple[_userns._Encoded, ...]:
+        return tuple(dataclasses.replace(e, staging=e.staging + b"\0") for e in encoded(overlays))
 
-    monkeypatch.setattr(_run, "OverlayNamespace", Broken)
+    monkeypatch.setattr(_userns, "_encoded", broken)
     code, out, err = await run(tmp_path, overlay_spec(tmp_path, "echo ran"), False)
     assert code == LAUNCH_FAILED_STATUS and out == b""
     assert err.decode().startswith(LAUNCH_FAILED_MARKER)

@@ -142,6 +142,7 @@ class ModelActivities:
             local_model=self.local_activity,
             orchestrator_max_turns=self.orchestrator_max_turns,
             max_turns={d.id: d.max_turns for d in self.config.definitions.values()},
+            approvals={d.id: d.approvals for d in self.config.definitions.values() if d.approvals},
             dreaming_max_turns=self.dreaming_max_turns,
         )
 

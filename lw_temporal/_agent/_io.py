@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from .._approvals._records import ApprovalBook, ApprovalRecord, ApprovalRequest
+from .._approvals._rules import ApprovalRule
 from .._ids import Role
 from .._topology import HostPin
 from ._protocol import Exchange, ToolResult, Usage
@@ -33,6 +35,9 @@ class WorkerSettings(BaseModel):
     #: The host whose task queue runs the tree's activities (pinned runs), if any.
     pin: HostPin | None = None
     dreaming_max_turns: int = ORCHESTRATOR_MAX_TURNS
+    #: Approval rules per definition id, of the definitions that have any: a tree keeps
+    #: the rules it started with, as it keeps its turn budgets.
+    approvals: dict[str, tuple[ApprovalRule, ...]] = Field(default_factory=dict)
 
     def turns_for(self, role: Role, definition_id: str | None) -> int:
         if role is Role.DREAMING:
@@ -62,6 +67,8 @@ class AgentState(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     #: Usage of finished children's trees.
     children_usage: Usage = Field(default_factory=Usage)
+    #: Approval requests (pending and the newest decided), ids never reused.
+    approvals: ApprovalBook = Field(default_factory=ApprovalBook)
 
 
 class AgentInput(BaseModel):
@@ -89,6 +96,8 @@ class AgentResult(BaseModel):
     summary: str
     turns: int
     children: list[str] = Field(default_factory=list)
+    #: Tool calls of this run answered as errors (its children's are theirs).
+    failed_tools: int = 0
     #: Tokens this run's own model calls used.
     usage: Usage = Field(default_factory=Usage)
     #: Tokens of this run and every descendant (the pipeline's total at the root).
@@ -116,3 +125,7 @@ class Progress(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     #: This run's usage plus that of its finished children's trees.
     tree_usage: Usage = Field(default_factory=Usage)
+    #: Tool calls waiting for a person, and the newest decisions (``decided_count`` in all).
+    approvals: list[ApprovalRequest] = Field(default_factory=list)
+    decided: list[ApprovalRecord] = Field(default_factory=list)
+    decided_count: int = 0

@@ -7,14 +7,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ipaddress
 import secrets
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
-from ._common import Commands, failed
+from .._listen import is_loopback, split_listen
+from ._common import Commands, failed, say
 from ._keys import add_key_store, key_store
 
 
@@ -48,30 +47,13 @@ def add_codec_server(sub: Commands) -> None:
     parser.set_defaults(handler=_serve)
 
 
-def _listen(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not port.isdigit() or not host:
-        raise ValueError(f"--listen {text!r} is not HOST:PORT")
-    return host, int(port)
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _server(args: argparse.Namespace, loop: asyncio.AbstractEventLoop) -> tuple[Any, str]:
     """The server the arguments describe, and where its keys are (for the banner)."""
     from .._ids import DataLayout
     from .._privacy import EncryptionCodec, KeyRing, key_folder
     from .._privacy._server import DEFAULT_ORIGINS, CodecHTTPServer
 
-    host, port = _listen(args.listen)
+    host, port = split_listen(args.listen)
     data_dir = Path(args.data_dir)
     if not data_dir.is_dir():
         raise ValueError(f"data dir {data_dir} does not exist")
@@ -100,14 +82,14 @@ async def _serve(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as err:
         return failed("codec-server", err)
     host = server.server_address[0]
-    if not _loopback(str(host)):
-        print(
+    if not is_loopback(str(host)):
+        say(
             f"lw-temporal codec-server: listening on {host}, not loopback, over plain HTTP: "
             "put TLS in front of it",
-            file=sys.stderr,
+            err=True,
         )
     for line in describe(server, keys):
-        print(line, flush=True)
+        say(line)
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):

@@ -1,8 +1,10 @@
 """What every command group of ``lw-temporal`` shares: connecting, loading a
-``module:attribute``, reading durations and ``--model``, and ending a command.
+``module:attribute``, reading durations and ``--model``, printing, and ending a command.
 
 One place, so each group reports bad input and failures the same way: one clear line
-on stderr naming the problem and a non-zero exit.
+on stderr naming the problem and a non-zero exit (:class:`CliError`), and every line it
+prints goes through :func:`say`, which escapes what a terminal would act on (the text
+is often written by agents: see :mod:`lw_temporal._terminal`).
 """
 
 from __future__ import annotations
@@ -10,33 +12,55 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
+import re
 import sys
 from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from typing import Any, TypeAlias
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ApplicationError, FailureError
+from temporalio.service import RPCError, RPCStatusCode
+
+from .._terminal import terminal_safe
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 #: The subcommands of a parser, which each command group adds itself to.
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
+#: Exit status of a command that cannot start as asked (bad input, as argparse's own).
+USAGE = 2
+
+
+class CliError(Exception):
+    """A failure the command explains in one line; ``code`` is its exit status."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def say(text: str = "", *, err: bool = False, end: str = "\n") -> None:
+    """Print ``text`` (often agent-written) with terminal controls escaped."""
+    print(terminal_safe(text), end=end, file=sys.stderr if err else sys.stdout, flush=True)
+
+
 def load_object(spec: str) -> Any:
     """Import ``module:attribute`` (e.g. ``workflows.pipeline:DEFINITIONS``)."""
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
-        raise SystemExit(f"lw-temporal: {spec!r} is not of the form module:attribute")
+        raise CliError(f"{spec!r} is not of the form module:attribute", USAGE)
     import importlib
 
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:
-        raise SystemExit(f"lw-temporal: cannot import {module_name!r}: {err}") from None
+        raise CliError(f"cannot import {module_name!r}: {err}", USAGE) from None
     try:
         return getattr(module, attribute)
     except AttributeError:
-        raise SystemExit(f"lw-temporal: {module_name!r} has no attribute {attribute!r}") from None
+        raise CliError(f"{module_name!r} has no attribute {attribute!r}", USAGE) from None
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -69,13 +93,22 @@ def build_model(spec: str, base_url: str | None = None) -> Any:
     try:
         return model_from_spec(spec, base_url=base_url)
     except ModelSpecError as err:
-        raise SystemExit(f"lw-temporal: {err}") from None
+        raise CliError(str(err), USAGE) from None
     except ImportError as err:
         provider = spec.partition(":")[0]
-        raise SystemExit(
-            f"lw-temporal: model {spec!r} needs the {provider} SDK: "
-            f"pip install 'lw-temporal[{provider}]' ({err})"
+        raise CliError(
+            f"model {spec!r} needs the {provider} SDK: "
+            f"pip install 'lw-temporal[{provider}]' ({err})",
+            USAGE,
         ) from None
+
+
+def existing_dir(text: str) -> str:
+    """An argparse type: a folder that exists (the data dir of a command that only reads
+    or cleans one, and must not make an empty one)."""
+    if not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is not an existing folder")
+    return text
 
 
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -101,19 +134,73 @@ def parse_duration(text: str) -> timedelta:
 
 
 def add_connection(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--address", default="localhost:7233", help="Temporal frontend host:port")
-    parser.add_argument("--namespace", default="default")
+    """``--address`` and ``--namespace``, defaulting as the Temporal CLI does: to
+    ``TEMPORAL_ADDRESS`` / ``TEMPORAL_NAMESPACE``, else ``localhost:7233`` / ``default``."""
+    parser.add_argument(
+        "--address",
+        default=os.environ.get("TEMPORAL_ADDRESS") or "localhost:7233",
+        help="Temporal frontend host:port (default: $TEMPORAL_ADDRESS or localhost:7233)",
+    )
+    parser.add_argument(
+        "--namespace",
+        default=os.environ.get("TEMPORAL_NAMESPACE") or "default",
+        help="Temporal namespace (default: $TEMPORAL_NAMESPACE or default)",
+    )
 
 
-async def connect(args: argparse.Namespace) -> Client:
+def unreachable(address: str, err: BaseException) -> str:
+    """One line for a server that cannot be reached, with the reason the SDK buried."""
+    text = str(err)
+    found = re.findall(r'(?:message|error): "([^"]+)"', text) or re.findall(
+        r'ConnectError\("([^"]+)"', text
+    )
+    reason = found[-1] if found else text.removeprefix("Failed client connect: ")
+    return (
+        f"cannot reach a Temporal server at {address} ({reason}); start one "
+        "(temporal server start-dev) or pass --address HOST:PORT"
+    )
+
+
+async def connect(args: argparse.Namespace, **options: Any) -> Client:
     """A client of ``--address``/``--namespace`` with the pydantic converter, which
     every lw workflow's inputs and results need, sealing and opening payloads with the
-    workers' keys (see :mod:`._keys`)."""
-    from ._keys import client_converter
+    workers' keys (see :mod:`._keys`; ``options`` go to ``Client.connect``: plugins,
+    runtime); a server out of reach is a :class:`CliError`."""
+    if "plugins" not in options:
+        from ._keys import client_converter
 
-    return await Client.connect(
-        args.address, namespace=args.namespace, data_converter=client_converter(args)
-    )
+        options["data_converter"] = client_converter(args)
+    try:
+        return await Client.connect(args.address, namespace=args.namespace, **options)
+    except RuntimeError as err:
+        raise CliError(unreachable(args.address, err)) from None
+
+
+def explain(err: BaseException, args: argparse.Namespace | None = None) -> str:
+    """One line for a failure nobody caught on the way: what the server, the workflow
+    or the library said, without the traceback."""
+    address = getattr(args, "address", None)
+    namespace = getattr(args, "namespace", None)
+    if isinstance(err, RPCError):
+        if err.status is RPCStatusCode.UNAVAILABLE and address:
+            return unreachable(address, err)
+        if err.status is RPCStatusCode.NOT_FOUND and namespace and "amespace" in err.message:
+            return f"{err.message} (on {address}; pass --namespace NAME or create it)"
+        return f"the server refused: {err.message or err.status.name}"
+    if isinstance(err, WorkflowFailureError | FailureError):
+        parts: list[str] = []
+        cause: BaseException | None = err
+        while cause is not None and len(parts) < 8:
+            message = cause.message if isinstance(cause, FailureError) else str(cause)
+            if message and message not in parts:
+                parts.append(message)
+            cause = cause.__cause__
+        return " <- ".join(parts) or type(err).__name__
+    if isinstance(err, ApplicationError | CliError):
+        return str(err)
+    if isinstance(err, OSError) and err.filename:
+        return f"{err.filename}: {err.strerror or err}"
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
 
 
 def operator() -> str:
@@ -128,21 +215,35 @@ def operator() -> str:
 def failed(what: str, err: Exception) -> int:
     """Say on stderr that ``what`` failed and why (its cause too); the exit code."""
     message = str(err) or type(err).__name__
+    if isinstance(err, CliError | RPCError):
+        message = explain(err)
     cause = getattr(err, "cause", None) or err.__cause__
     if cause is not None and str(cause):
         message = f"{message}: {cause}"
-    print(f"lw-temporal: {what} failed: {message}", file=sys.stderr)
+    say(f"lw-temporal: {what} failed: {message}", err=True)
     return 1
 
 
+def exit_now(code: int) -> None:
+    """End the process with ``code`` right away (output flushed; a closed pipe is not
+    an error): the SDK's native threads can crash CPython's teardown of a finished
+    process (temporalio/sdk-python#300)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+    os._exit(code)
+
+
 def then_exit(handler: Handler) -> Handler:
-    """Exit straight after a short-lived client command: the SDK's native threads can
-    crash CPython's teardown of a finished process (temporalio/sdk-python#300)."""
+    """Exit straight after a short-lived client command (see :func:`exit_now`)."""
 
     async def run(args: argparse.Namespace) -> int:
         code = await handler(args)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        exit_now(code)
+        return code
 
     return run

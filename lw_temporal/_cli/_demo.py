@@ -14,7 +14,12 @@ def add_demo(sub: Commands) -> None:
         "demo",
         help="run the sample pipeline end to end on an embedded Temporal dev server",
     )
-    demo.add_argument("--data-dir", required=True, help="where memory and run scratch go")
+    demo.add_argument(
+        "--data-dir",
+        default=None,
+        help="where memory and run scratch go (default: ./lw-data, or /var/tmp/lw-demo "
+        "where the sandbox user cannot reach ./lw-data; the demo says which)",
+    )
     demo.add_argument(
         "--hold",
         action="store_true",

@@ -1,26 +1,50 @@
-"""``lw-temporal dream schedule|list|show|approve|reject``: dreaming from a terminal.
+"""``lw-temporal dream schedule|pause|resume|trigger|delete|list|show|approve|reject``:
+dreaming from a terminal.
 
-Every verb talks to the Temporal server only (``--address``); a dream is addressed by
-its workflow ID, so several proposals for one target are reviewed independently.
+Every verb talks to the Temporal server (``--address``); a dream is addressed by its
+workflow ID, so several proposals for one target are reviewed independently, and a
+Schedule by its definition (or ``--schedule-id``). ``schedule`` creates the Schedule or
+brings it up to date, so running it again is safe.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
+import asyncio
+import contextlib
+import difflib
+import time
 from datetime import timedelta
 
+from temporalio.client import (
+    Client,
+    ScheduleActionExecutionStartWorkflow,
+    ScheduleHandle,
+    ScheduleOverlapPolicy,
+    WorkflowQueryFailedError,
+)
+from temporalio.common import SearchAttributeKey
+from temporalio.service import RPCError, RPCStatusCode
+
+from .._ids import SEARCH_ATTRIBUTE_DEFINITION
 from ._common import (
+    USAGE,
+    CliError,
     Commands,
     Handler,
     add_connection,
     connect,
     failed,
+    load_object,
     operator,
     parse_duration,
+    say,
     then_exit,
 )
 from ._keys import add_keys
+
+#: Seconds ``schedule --now`` and ``trigger`` wait for the Schedule to start the dream.
+STARTED_WITHIN = 10.0
 
 
 def add_dream(sub: Commands) -> None:
@@ -41,14 +65,41 @@ def add_dream(sub: Commands) -> None:
     )
     schedule.add_argument("--max-runs", type=int, default=500)
     schedule.add_argument("--batch-size", type=int, default=50)
-    schedule.add_argument("--schedule-id", default=None)
+    schedule.add_argument("--schedule-id", default=None, help="default: lw-dream-<definition>")
     schedule.add_argument("--now", action="store_true", help="also start one dream immediately")
+    schedule.add_argument(
+        "--definitions",
+        default=None,
+        help="module:attribute naming the workers' definitions, to check DEFINITION against "
+        "(without it: against the definitions of runs the server knows)",
+    )
+    schedule.add_argument(
+        "--force", action="store_true", help="schedule even a definition no check can find"
+    )
     add_connection(schedule)
     add_keys(schedule)
     schedule.set_defaults(handler=then_exit(_schedule))
 
+    for verb, help_text in (
+        ("pause", "pause a definition's dreaming Schedule (no dream starts until resume)"),
+        ("resume", "resume a paused dreaming Schedule"),
+        ("trigger", "start one dream of a definition now, through its Schedule"),
+        ("delete", "delete a definition's dreaming Schedule (its dreams are kept)"),
+    ):
+        control = verbs.add_parser(verb, help=help_text, description=help_text + ".")
+        control.add_argument(
+            "definition", nargs="?", default=None, help="the definition the Schedule dreams of"
+        )
+        control.add_argument("--schedule-id", default=None, help="default: lw-dream-<definition>")
+        if verb in ("pause", "resume"):
+            control.add_argument("--note", default=None, help="why (kept on the Schedule)")
+        add_connection(control)
+        control.set_defaults(handler=then_exit(_control_handler(verb)))
+
     listing = verbs.add_parser("list", help="dreams waiting for review (or all with --all)")
-    listing.add_argument("--all", action="store_true", help="include finished dreams")
+    listing.add_argument(
+        "--all", action="store_true", help="include closed dreams (failed ones with why)"
+    )
     listing.add_argument(
         "--task-queue", default=None, help="only the dreams that run on this task queue"
     )
@@ -57,11 +108,25 @@ def add_dream(sub: Commands) -> None:
     listing.set_defaults(handler=then_exit(_list))
 
     show = verbs.add_parser(
-        "show", help="a waiting dream's proposal: a unified diff per file and its source runs"
+        "show",
+        help="a dream's proposal: a unified diff per file and its source runs",
+        description=(
+            "A waiting dream's proposal as its worker renders it. A decided or closed dream: "
+            "its decision and files, and with --data-dir the diff, read from the data dir."
+        ),
     )
     show.add_argument("workflow_id", help="the dream's workflow id (see dream list)")
     show.add_argument(
         "--max-bytes", type=int, default=256 * 1024, help="cut the diff after this many bytes"
+    )
+    show.add_argument(
+        "--data-dir", default=None, help="the workers' data dir: the diff of a decided dream"
+    )
+    show.add_argument(
+        "--wait",
+        type=parse_duration,
+        default=timedelta(minutes=2),
+        help="how long to wait for a dream still at work to propose (default 2m)",
     )
     _accept_task_queue(show)
     add_connection(show)
@@ -101,8 +166,42 @@ def _accept_task_queue(parser: argparse.ArgumentParser) -> None:
     )
 
 
+async def _known_definition(client: Client, args: argparse.Namespace) -> None:
+    """Refuse a definition that cannot be the workers' (a misspelt one would fail every
+    period): checked against ``--definitions``, else against the definitions of runs the
+    server has indexed (``LwDefinition``); where neither can tell, it is accepted."""
+    if args.definitions is not None:
+        known = sorted(d.id for d in load_object(args.definitions))
+        where = f"in {args.definitions}"
+    else:
+        key = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_DEFINITION)
+        found: set[str] = set()
+        try:
+            async for execution in client.list_workflows(
+                f"{SEARCH_ATTRIBUTE_DEFINITION} IS NOT NULL", limit=1000
+            ):
+                value = execution.typed_search_attributes.get(key)
+                if value:
+                    found.add(value)
+        except RPCError:  # the server has no LwDefinition: it cannot tell
+            return
+        known = sorted(found)
+        if not known:
+            return  # nothing indexed yet (no runs, or workers without --search-attributes)
+        where = "among the runs this server knows"
+    if args.definition in known:
+        return
+    close = difflib.get_close_matches(args.definition, known, n=3)
+    hint = f"; did you mean {' or '.join(close)}?" if close else f" (known: {', '.join(known)})"
+    raise CliError(
+        f"no definition {args.definition!r} {where}{hint} A dream of it would fail every "
+        "period; check the spelling, or pass --force to schedule it anyway",
+        USAGE,
+    )
+
+
 async def _schedule(args: argparse.Namespace) -> int:
-    from .._dreaming import DreamOptions, schedule_dreaming
+    from .._dreaming import DreamOptions, dream_schedule_id, schedule_dreaming
 
     try:
         options = DreamOptions(
@@ -110,23 +209,97 @@ async def _schedule(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             approval_timeout=args.approval_timeout,
         )
-        client = await connect(args)
+        schedule_id = args.schedule_id or dream_schedule_id(args.definition)
+    except ValueError as err:
+        raise CliError(str(err), USAGE) from None
+    client = await connect(args)
+    if not args.force:
+        await _known_definition(client, args)
+    before = await _started(client.get_schedule_handle(schedule_id))
+    try:
         handle = await schedule_dreaming(
             client,
             args.definition,
             every=args.every,
             task_queue=args.task_queue,
             options=options,
-            schedule_id=args.schedule_id,
+            schedule_id=schedule_id,
             trigger_immediately=args.now,
         )
     except Exception as err:
         return failed("dream schedule", err)
-    print(
-        f"schedule {handle.id}: lw.Dreaming of {args.definition} every {args.every} "
+    verb = "updated" if before is not None else "created"
+    say(
+        f"schedule {handle.id} {verb}: lw.Dreaming of {args.definition} every {args.every} "
         f"on task queue {args.task_queue!r}"
     )
+    if args.now:
+        await _say_started(handle, before or set())
     return 0
+
+
+async def _started(handle: ScheduleHandle) -> set[str] | None:
+    """The workflow IDs the Schedule started lately, or None when there is no Schedule."""
+    try:
+        described = await handle.describe()
+    except RPCError as err:
+        if err.status is RPCStatusCode.NOT_FOUND:
+            return None
+        raise
+    return {
+        action.action.workflow_id
+        for action in described.info.recent_actions
+        if isinstance(action.action, ScheduleActionExecutionStartWorkflow)
+    }
+
+
+async def _say_started(handle: ScheduleHandle, before: set[str]) -> None:
+    """Name the dream a trigger started, once the Schedule has started it (bounded)."""
+    deadline = time.monotonic() + STARTED_WITHIN
+    while time.monotonic() < deadline:
+        new = (await _started(handle) or set()) - before
+        if new:
+            say(f"started {sorted(new)[-1]}")
+            return
+        await asyncio.sleep(0.2)
+    say(f"the Schedule has not started the dream within {STARTED_WITHIN:.0f}s; see dream list")
+
+
+def _control_handler(verb: str) -> Handler:
+    async def handler(args: argparse.Namespace) -> int:
+        from .._dreaming import dream_schedule_id
+
+        if args.schedule_id is None and args.definition is None:
+            raise CliError(f"dream {verb} needs a DEFINITION or --schedule-id", USAGE)
+        try:
+            schedule_id = args.schedule_id or dream_schedule_id(args.definition)
+        except ValueError as err:
+            raise CliError(str(err), USAGE) from None
+        client = await connect(args)
+        handle = client.get_schedule_handle(schedule_id)
+        before = await _started(handle)
+        if before is None:
+            raise CliError(
+                f"no Schedule {schedule_id!r} on {args.address} (namespace {args.namespace}); "
+                "create it with lw-temporal dream schedule"
+            )
+        note = getattr(args, "note", None) or f"{verb}d by {operator()} (lw-temporal)"
+        if verb == "pause":
+            await handle.pause(note=note)
+            say(f"schedule {schedule_id} paused: no dream starts until lw-temporal dream resume")
+        elif verb == "resume":
+            await handle.unpause(note=note)
+            say(f"schedule {schedule_id} resumed")
+        elif verb == "trigger":
+            await handle.trigger(overlap=ScheduleOverlapPolicy.ALLOW_ALL)
+            say(f"schedule {schedule_id} triggered")
+            await _say_started(handle, before)
+        else:
+            await handle.delete()
+            say(f"schedule {schedule_id} deleted; its dreams so far are kept")
+        return 0
+
+    return handler
 
 
 async def _list(args: argparse.Namespace) -> int:
@@ -138,34 +311,62 @@ async def _list(args: argparse.Namespace) -> int:
     except Exception as err:
         return failed("dream list", err)
     if not dreams:
-        print("no dreams" + ("" if args.all else " running"))
+        say("no dreams" + ("" if args.all else " running"))
     for state in dreams:
         by = "agent" if state.agent else "consolidator"
-        print(
+        say(
             f"{state.workflow_id}  {state.status.value}  target={state.target}  "
             f"runs={state.runs}  changes={state.changes_count}  notes-by={by}"
         )
+        if state.failure:
+            say(f"    failed: {state.failure}")
         for change in state.changes:
             kind = "new" if change.base_sha256 is None else "changed"
-            print(f"    {kind} {state.target}/{change.path} ({change.bytes} bytes)")
+            say(f"    {kind} {state.target}/{change.path} ({change.bytes} bytes)")
         if state.decision is not None:
-            print(f"    decided by {state.decision.who}: {state.decision.why}")
+            why = f": {state.decision.why}" if state.decision.why else ""
+            say(f"    decided by {state.decision.who}{why}")
     return 0
 
 
-async def _show(args: argparse.Namespace) -> int:
-    from .._dreaming import show_dream
+def _dream_id(workflow_id: str) -> str:
+    """A dream's workflow ID as the reviewer typed it, or a usage error saying what one is."""
+    from .._ids import InvalidWorkflowId, Role, parse_workflow_id
 
     try:
+        if parse_workflow_id(workflow_id).role is Role.DREAMING:
+            return workflow_id
+    except InvalidWorkflowId:
+        pass
+    raise CliError(
+        f"{workflow_id!r} is not a dream's workflow ID (dream_<definition>@<token>; see "
+        "lw-temporal dream list)",
+        USAGE,
+    )
+
+
+async def _show(args: argparse.Namespace) -> int:
+    _dream_id(args.workflow_id)
+    from .._dreaming import show_dream, wait_for_review
+
+    stores = None
+    if args.data_dir is not None:
+        from .._memory import MemoryStores
+        from ._memory import data_dir_config
+
+        stores = MemoryStores.for_config(data_dir_config(args.data_dir))
+    try:
         client = await connect(args)
-        shown = await show_dream(client, args.workflow_id, max_bytes=args.max_bytes)
+        # A dream still collecting or dreaming is waited for, up to --wait.
+        with contextlib.suppress(TimeoutError, RPCError, WorkflowQueryFailedError):
+            await wait_for_review(client, args.workflow_id, within=args.wait)
+        shown = await show_dream(client, args.workflow_id, max_bytes=args.max_bytes, stores=stores)
     except Exception as err:
         return failed("dream show", err)
-    sys.stdout.write(shown.text)
+    say(shown.text, end="")
     if shown.truncated:
-        print(
-            f"\n(diff cut at {args.max_bytes} bytes; the whole diff is {shown.path} on the worker)"
-        )
+        where = f"; the whole diff is {shown.path} on the worker" if shown.path else ""
+        say(f"\n(diff cut at {args.max_bytes} bytes{where})")
     return 0
 
 
@@ -173,6 +374,7 @@ def _decide_handler(verb: str) -> Handler:
     async def handler(args: argparse.Namespace) -> int:
         from .._dreaming import approve_dream, reject_dream
 
+        _dream_id(args.workflow_id)
         who = args.by or operator()
         try:
             client = await connect(args)
@@ -185,18 +387,18 @@ def _decide_handler(verb: str) -> Handler:
         except Exception as err:
             return failed(f"dream {verb}", err)
         if verb == "reject":
-            print(f"{args.workflow_id}: {status.value} by {who}; the target is unchanged")
+            say(f"{args.workflow_id}: {status.value} by {who}; the target is unchanged")
             return 0
         for path in outcome.promoted:
-            print(f"promoted {path} (approved by {who})")
+            say(f"promoted {path} (approved by {who})")
         for path in outcome.dropped:
-            print(f"dropped {path} (not in --only)")
+            say(f"dropped {path} (not in --only)")
         for conflict in outcome.conflicts:
-            print(f"conflict: {conflict}", file=sys.stderr)
+            say(f"conflict: {conflict}", err=True)
         if outcome.conflicts and not outcome.promoted:
-            print(
+            say(
                 f"{args.workflow_id}: nothing promoted; the dream still waits for a decision",
-                file=sys.stderr,
+                err=True,
             )
         return 1 if outcome.conflicts else 0
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
-from ._common import Commands, add_connection, connect, failed, then_exit
+from ._common import Commands, add_connection, connect, failed, say, then_exit
 from ._keys import add_key_store, key_store
 
 
@@ -78,21 +77,21 @@ async def _forget(args: argparse.Namespace) -> int:
             keys=key_store(args, args.data_dir),
             terminate=args.terminate,
             memory=args.memory,
-            progress=lambda line: print(line, file=sys.stderr, flush=True),
+            progress=lambda line: say(line, err=True),
         )
     except ForgetRefused as err:
         return failed("forget", err)
     except Exception as err:
         return failed(f"forget {args.workflow_id}", err)
     for place in report.removed:
-        print(f"removed  {place.line()}")
+        say(f"removed  {place.line()}")
     for place in report.remaining:
-        print(f"remains  {place.line()}")
+        say(f"remains  {place.line()}")
     for workflow_id in report.terminated:
-        print(f"terminated {workflow_id}")
+        say(f"terminated {workflow_id}")
     more = report.removed_count - len(report.removed)
     if more > 0:
-        print(f"... and {more} more removed (all in the audit log)")
+        say(f"... and {more} more removed (all in the audit log)")
     key = (
         f"key shredded: its {report.runs_count} workflow runs in Temporal can no longer be decoded"
         if report.key_shredded
@@ -100,7 +99,7 @@ async def _forget(args: argparse.Namespace) -> int:
         if report.already_forgotten
         else "this key store held no key of it (its payloads, if any, were not sealed here)"
     )
-    print(
+    say(
         f"forgot {report.tree} by {report.by}: {key}; {report.removed_count} places removed, "
         f"{report.remaining_count} remain (listed above); audit: "
         f"{layout.state / 'audit' / 'forget.jsonl'}"

@@ -4,15 +4,16 @@ period, now or on a Schedule (the work is :mod:`lw_temporal._retention`)."""
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ._common import (
     Commands,
     add_connection,
     connect,
+    existing_dir,
     failed,
     operator,
     parse_duration,
+    say,
     then_exit,
 )
 
@@ -21,7 +22,9 @@ def add_gc(sub: Commands) -> None:
     gc = sub.add_parser(
         "gc", help="remove the scratch of runs closed longer than a retention period"
     )
-    gc.add_argument("--data-dir", required=True, help="the data dir whose runs/ is cleaned")
+    gc.add_argument(
+        "--data-dir", required=True, type=existing_dir, help="the data dir whose runs/ is cleaned"
+    )
     gc.add_argument(
         "--retain",
         type=parse_duration,
@@ -45,7 +48,7 @@ async def _gc(args: argparse.Namespace) -> int:
     from .._retention import RetentionPolicy, collect_garbage, schedule_retention
 
     if args.retain is None:
-        print(
+        say(
             "retention is 'keep forever' (the default): nothing to remove; "
             "pass --retain 30d to remove scratch of runs closed 30 days ago"
         )
@@ -59,7 +62,7 @@ async def _gc(args: argparse.Namespace) -> int:
                 retain=args.retain,
                 task_queue=args.task_queue,
             )
-            print(
+            say(
                 f"schedule {handle.id}: scratch retention {args.retain} every "
                 f"{args.schedule_every} on task queue {args.task_queue!r}"
             )
@@ -74,10 +77,10 @@ async def _gc(args: argparse.Namespace) -> int:
         return failed("gc", err)
     verb = "would remove" if report.dry_run else "removed"
     for item in (*report.removed, *report.bookkeeping_removed):
-        print(f"{verb} {item.path} ({item.files} files, {item.bytes} bytes; {item.why})")
+        say(f"{verb} {item.path} ({item.files} files, {item.bytes} bytes; {item.why})")
     for skipped in report.skipped:
-        print(f"skipped {skipped}", file=sys.stderr)
-    print(
+        say(f"skipped {skipped}", err=True)
+    say(
         f"{verb} {report.removed_count} scratch folders ({report.removed_bytes} bytes); "
         f"kept {report.kept_running} of running runs, {report.kept_recent} recent; "
         f"{verb} {report.bookkeeping_removed_count} conversation and dream proposal folders "

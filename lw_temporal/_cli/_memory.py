@@ -10,7 +10,6 @@ line; this module only declares the verbs and prints.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +17,10 @@ from typing import Literal
 
 from temporalio.exceptions import ApplicationError
 
+from .._config import LwConfig
 from .._memory import STORE_FORMS, MemoryStores, Provenance, StoreNotFound
 from .._scope import StoreRef
-from ._common import Commands, Handler, failed, load_object
+from ._common import Commands, Handler, failed, load_object, say
 
 _HELP = """\
 Inspect and repair the memory stores of a data dir directly: no Temporal server is
@@ -223,18 +223,22 @@ def _handler(verb: str, scope: Scope, body: Body) -> Handler:
     return handler
 
 
-def _target(args: argparse.Namespace, scope: Scope) -> Target:
-    from .._config import LwConfig
-
-    data_dir = Path(args.data_dir)
-    if not data_dir.is_dir():
-        raise Refused(f"data dir {data_dir} does not exist")
-    spec = getattr(args, "definitions", None)
+def data_dir_config(data_dir: str, definitions: str | None = None) -> LwConfig:
+    """The configuration of an existing data dir, as the admin verbs read it (with the
+    worker's ``--definitions`` when given, for their quotas)."""
+    path = Path(data_dir)
+    if not path.is_dir():
+        raise Refused(f"data dir {path} does not exist")
     try:
-        config = LwConfig.create(data_dir, [] if spec is None else load_object(spec))
+        return LwConfig.create(path, [] if definitions is None else load_object(definitions))
     except (TypeError, ValueError) as err:
-        raise Refused(f"--definitions {spec}: {err}") from None
-    stores = MemoryStores.for_config(config)
+        raise Refused(f"--definitions {definitions}: {err}") from None
+
+
+def _target(args: argparse.Namespace, scope: Scope) -> Target:
+    stores = MemoryStores.for_config(
+        data_dir_config(args.data_dir, getattr(args, "definitions", None))
+    )
     if scope == "data dir":
         return Target(stores)
     store = stores.find_store(args.store)
@@ -256,10 +260,10 @@ def _audit(target: Target, args: argparse.Namespace) -> int:
     if target.rel and not entries:
         raise Refused(f"{target.where} has no audit entries (never written to this store)")
     if not entries:
-        print(f"{target.label}: no audit entries")
+        say(f"{target.label}: no audit entries")
     for entry in entries if args.limit is None else entries[-args.limit :]:
         after = entry.sha256_after[:12] if entry.sha256_after else "-"
-        print(
+        say(
             f"{_short_time(entry.time)}  {entry.op:<7}  {entry.path}  {entry.bytes} bytes  "
             f"sha256 {after}  by {entry.by()}"
         )
@@ -275,7 +279,7 @@ def _versions(target: Target, args: argparse.Namespace) -> int:
     for version in versions:
         notes = "  (current)" if version.sha256 == current else ""
         notes += "" if version.available else "  (content pruned; cannot restore)"
-        print(
+        say(
             f"{version.sha256}  {version.bytes} bytes  {_short_time(version.time)}  "
             f"{version.op} by {version.by()}{notes}"
         )
@@ -287,7 +291,7 @@ def _restore(target: Target, args: argparse.Namespace) -> int:
     sha = stores.find_version(store, rel, args.sha256)
     result = stores.restore(store, rel, sha, provenance=_admin(args), shown=where)
     before = result.previous_sha256[:12] if result.previous_sha256 else "absent"
-    print(
+    say(
         f"restored {where} to {result.content_sha256} ({result.bytes} bytes; was {before}) "
         f"by {args.by}"
     )
@@ -300,7 +304,7 @@ def _redact(target: Target, args: argparse.Namespace) -> int:
         store, rel, args.pattern, regex=args.regex, provenance=_admin(args), shown=where
     )
     if not result.versions_redacted:
-        print(f"{where}: PATTERN not found in the file or its kept versions; nothing changed")
+        say(f"{where}: PATTERN not found in the file or its kept versions; nothing changed")
     else:
         rewritten = len(result.versions_redacted) - (1 if result.current_changed else 0)
         current = (
@@ -308,7 +312,7 @@ def _redact(target: Target, args: argparse.Namespace) -> int:
             if result.current_changed
             else "the current file did not contain it"
         )
-        print(f"redacted {where} by {args.by}: {current}; {rewritten} earlier version(s) rewritten")
+        say(f"redacted {where} by {args.by}: {current}; {rewritten} earlier version(s) rewritten")
     from ._redact_reach import print_reach
 
     return print_reach(stores, store, rel, args, result)
@@ -322,7 +326,7 @@ def _retention(target: Target, args: argparse.Namespace) -> int:
             raise Refused("setting a retention policy needs --by (who sets it)")
         policy = stores.set_retention(store, policy, provenance=_admin(args))
     days = "" if policy.keep_days is None else f" and those younger than {policy.keep_days} days"
-    print(f"{target.label}: keeps the last {policy.keep_last} versions of each file{days}")
+    say(f"{target.label}: keeps the last {policy.keep_last} versions of each file{days}")
     return 0
 
 
@@ -331,7 +335,7 @@ def _prune(target: Target, args: argparse.Namespace) -> int:
     result = stores.prune(
         store, keep_last=args.keep_last, keep_days=args.keep_days, provenance=_admin(args)
     )
-    print(
+    say(
         f"{target.label}: removed {result.removed} kept versions of {result.files} "
         f"files ({result.freed_bytes} bytes) by {args.by}; the store holds "
         f"{stores.usage(store).bytes} bytes on disk, versions included"
@@ -353,14 +357,14 @@ def _manifest(target: Target, args: argparse.Namespace) -> int:
             f"no run manifest for {args.workflow_id!r} in {args.data_dir}: the run never "
             "reached a worker of this data dir"
         )
-    print(f"run {manifest.workflow_id} ({manifest.workflow_type}, {manifest.role})")
-    print(f"  run id          {manifest.run_id}")
-    print(f"  started         {_short_time(manifest.started)}")
-    print(f"  definition      {manifest.definition_id} sha256 {manifest.definition_hash}")
-    print(f"  pipeline key    {manifest.pipeline_key or '-'}")
+    say(f"run {manifest.workflow_id} ({manifest.workflow_type}, {manifest.role})")
+    say(f"  run id          {manifest.run_id}")
+    say(f"  started         {_short_time(manifest.started)}")
+    say(f"  definition      {manifest.definition_id} sha256 {manifest.definition_hash}")
+    say(f"  pipeline key    {manifest.pipeline_key or '-'}")
     for entry in manifest.stores:
         snapshot = entry.snapshot_id or "not counted yet"
-        print(f"  {entry.mount}/ ({entry.mode})  {entry.store}  snapshot {snapshot}")
+        say(f"  {entry.mount}/ ({entry.mode})  {entry.store}  snapshot {snapshot}")
     return 0
 
 
@@ -371,10 +375,10 @@ def _readers(target: Target, args: argparse.Namespace) -> int:
     sha = stores.find_version(store, rel, args.sha256, require_kept=False)
     found = readers(stores, store, rel, sha)
     if not found:
-        print(f"no recorded run started while {where} was at {sha[:12]}")
+        say(f"no recorded run started while {where} was at {sha[:12]}")
     for manifest in found:
         mode = next((s.mode for s in manifest.stores if s.store == str(store)), "?")
-        print(
+        say(
             f"{_short_time(manifest.started)}  {manifest.workflow_id}  ({manifest.role}, "
             f"mounted {mode})"
         )
@@ -389,15 +393,15 @@ def _search(target: Target, args: argparse.Namespace) -> int:
     for hit in result.hits:
         first = hit.lines[0] if hit.lines else None
         where = hit.path if first is None else f"{hit.path}:{first.number}"
-        print(f"{where}  {hit.score:.4g}  {'' if first is None else first.text}".rstrip())
+        say(f"{where}  {hit.score:.4g}  {'' if first is None else first.text}".rstrip())
     more = f"; {result.omitted} more files matched (raise --limit)" if result.omitted else ""
     said = f"{target.label}: {len(result.hits)} files ranked {result.ranking}{more}"
-    print(said, file=sys.stderr)
+    say(said, err=True)
     return 0 if result.hits else 1
 
 
 def _reindex(target: Target, args: argparse.Namespace) -> int:
     target.stores.reindex(target.store)
     size = target.stores.usage(target.store).index
-    print(f"{target.label}: search index built again from its files ({size} bytes)")
+    say(f"{target.label}: search index built again from its files ({size} bytes)")
     return 0

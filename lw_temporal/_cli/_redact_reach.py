@@ -10,6 +10,7 @@ import sys
 from .._memory import MemoryStores, RedactResult
 from .._memory._names import redaction_pattern
 from .._scope import StoreRef
+from ._common import say
 
 
 def print_reach(
@@ -28,20 +29,18 @@ def print_reach(
         redaction_pattern(args.pattern, regex=args.regex),
         result,
         # On a terminal only: piped, stderr is for problems.
-        progress=(lambda line: print(line, file=sys.stderr, flush=True))
-        if sys.stderr.isatty()
-        else None,
+        progress=(lambda line: say(line, err=True)) if sys.stderr.isatty() else None,
     )
     for place in report.changed:
-        print(f"changed  {place.line()}")
+        say(f"changed  {place.line()}")
     for place in report.remaining:
-        print(f"remains  {place.line()}")
+        say(f"remains  {place.line()}")
     cut = (report.changed_count - len(report.changed)) + (
         report.remaining_count - len(report.remaining)
     )
     if cut:
-        print(f"... and {cut} more places (the lists are cut at {len(report.changed)})")
-    print(
+        say(f"... and {cut} more places (the lists are cut at {len(report.changed)})")
+    say(
         f"outside {stores.label(store)}:{rel}: scrubbed {report.changed_count} places; "
         f"{report.remaining_count} places still hold it (each named above, with what "
         "erases it)"

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
+import signal
 import time
+from datetime import timedelta
 
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
-from .._ids import AgentId, InvalidWorkflowId, check_definition_id
+from .._ids import AgentId, InvalidWorkflowId, check_definition_id, parse_workflow_id
 from .._live import (
+    Node,
     Screen,
     failure_message,
     fetch_tree,
@@ -28,22 +32,44 @@ from .._live import (
 from .._privacy import KeyShredded, PayloadSealed
 from .._privacy._registry import AmbiguousKeyStore
 from .._workflows import AgentInput, AgentResult
-from ._common import Commands, add_connection, connect, then_exit
+from ._common import (
+    USAGE,
+    CliError,
+    Commands,
+    add_connection,
+    connect,
+    parse_duration,
+    say,
+    then_exit,
+)
 from ._keys import add_keys
+
+#: Exit status of a run whose workflows all finished but some tool calls failed (the
+#: agents were answered with the error and went on).
+TOOLS_FAILED = 3
+#: Exit status of a ``run`` the user stopped following with Ctrl-C (the run goes on).
+INTERRUPTED = 130
 
 
 def add_run(sub: Commands) -> None:
     run = sub.add_parser(
         "run",
         help="start a run on a server and show its tree live until it ends",
+        usage=(
+            'lw-temporal run DEFINITION "TASK" [options]\n'
+            '       lw-temporal run --pipeline "TASK" [options]'
+        ),
         description=(
-            'lw-temporal run <definition> "<task>" starts a planner run of one workflow '
-            'definition; lw-temporal run --pipeline "<task>" starts an orchestrator. '
-            "A worker serving the definitions must be polling --task-queue. Exits 0 when "
-            "the run and every workflow it started succeeded, 1 naming each that failed."
+            'lw-temporal run DEFINITION "TASK" starts a planner run of one workflow '
+            'definition; lw-temporal run --pipeline "TASK" starts an orchestrator, which '
+            "plans sub-runs of the worker's definitions. A worker serving the definitions "
+            "must be polling --task-queue. Exits 0 when the run and every workflow it "
+            f"started succeeded without a failed tool call, {TOOLS_FAILED} when they "
+            "finished but tool calls failed, 1 naming each workflow that failed. Ctrl-C "
+            "stops following; the run goes on (lw-temporal cancel WORKFLOW_ID stops it)."
         ),
     )
-    run.add_argument("words", nargs="+", metavar="[definition] task")
+    run.add_argument("words", nargs="+", metavar="DEFINITION TASK", help=argparse.SUPPRESS)
     run.add_argument("--pipeline", action="store_true", help="start an orchestrator")
     add_connection(run)
     add_keys(run)
@@ -56,11 +82,36 @@ def add_run(sub: Commands) -> None:
     )
     run.set_defaults(handler=then_exit(run_command))
 
-    status = sub.add_parser("status", help="show one snapshot of a run's tree")
-    status.add_argument("workflow_id")
+    status = sub.add_parser(
+        "status",
+        help="show one snapshot of a run's tree",
+        description=(
+            "The tree under WORKFLOW_ID: live agents as their worker reports them, closed "
+            "ones from their histories (no worker needed). Exits as run does."
+        ),
+    )
+    status.add_argument("workflow_id", metavar="WORKFLOW_ID")
     add_connection(status)
     add_keys(status)
     status.set_defaults(handler=then_exit(status_command))
+
+    cancel = sub.add_parser(
+        "cancel",
+        help="cancel a run and everything it started",
+        description=(
+            "Ask WORKFLOW_ID to cancel: its children are cancelled with it and their "
+            "commands killed. Waits up to --wait for it to close."
+        ),
+    )
+    cancel.add_argument("workflow_id", metavar="WORKFLOW_ID")
+    cancel.add_argument(
+        "--wait",
+        type=parse_duration,
+        default=timedelta(seconds=30),
+        help="how long to wait for it to close (default 30s)",
+    )
+    add_connection(cancel)
+    cancel.set_defaults(handler=then_exit(cancel_command))
 
 
 def agent_id_for(args: argparse.Namespace) -> tuple[AgentId, str]:
@@ -69,18 +120,18 @@ def agent_id_for(args: argparse.Namespace) -> tuple[AgentId, str]:
     expected = 1 if args.pipeline else 2
     if len(words) != expected:
         usage = (
-            'lw-temporal run --pipeline "<task>"'
+            'lw-temporal run --pipeline "TASK"'
             if args.pipeline
-            else 'lw-temporal run <definition> "<task>"'
+            else 'lw-temporal run DEFINITION "TASK"'
         )
-        raise SystemExit(f"lw-temporal run: expected {usage}, got {len(words)} arguments")
+        raise CliError(f"expected {usage}, got {len(words)} arguments", USAGE)
     token = args.id or new_token()
     try:
         if args.pipeline:
             return AgentId.orchestrator(token), words[0]
         return AgentId.planner(check_definition_id(words[0]), token), words[1]
     except (InvalidWorkflowId, ValueError) as err:
-        raise SystemExit(f"lw-temporal run: {err}") from None
+        raise CliError(str(err), USAGE) from None
 
 
 def traced(client: Client, args: argparse.Namespace) -> Client:
@@ -107,12 +158,25 @@ def _ended(code: int) -> int:
     return code
 
 
+def _tool_failures(nodes: list[Node]) -> int:
+    """Name each workflow whose tool calls failed; the exit status they make."""
+    failing = [n for n in nodes if n.progress is not None and n.progress.failed_tools]
+    for node in failing:
+        assert node.progress is not None
+        say(
+            f"lw-temporal: workflow {node.workflow_id}: {node.progress.failed_tools} tool "
+            "calls failed (answered to its agent as errors)",
+            err=True,
+        )
+    return TOOLS_FAILED if failing else 0
+
+
 async def run_command(args: argparse.Namespace) -> int:
     agent_id, task = agent_id_for(args)
     workflow_id = str(agent_id)
     client = await connect(args)
     screen = Screen()
-    print(f"starting {agent_id.workflow_type} {workflow_id} on task queue {args.task_queue}")
+    say(f"starting {agent_id.workflow_type} {workflow_id} on task queue {args.task_queue}")
     try:
         handle = await traced(client, args).start_workflow(
             agent_id.workflow_type,
@@ -122,44 +186,108 @@ async def run_command(args: argparse.Namespace) -> int:
             result_type=AgentResult,
         )
     except (AmbiguousKeyStore, KeyShredded) as err:  # no key to seal the task with
-        raise SystemExit(f"lw-temporal run: {err}") from None
+        raise CliError(str(err)) from None
+    except WorkflowAlreadyStartedError:
+        raise CliError(
+            f"a workflow {workflow_id} already exists: a run ID is one run; give another "
+            "--id (or none for a fresh one), or see it with lw-temporal status "
+            f"{workflow_id}",
+            USAGE,
+        ) from None
     done = asyncio.Event()
+    interrupted = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGINT, interrupted.set)
     watcher = asyncio.create_task(follow(client, workflow_id, screen, done))
+    waiting = asyncio.create_task(handle.result())
+    stop = asyncio.create_task(interrupted.wait())
+    await asyncio.wait({waiting, stop}, return_when=asyncio.FIRST_COMPLETED)
+    done.set()
+    if not waiting.done():
+        waiting.cancel()
+        watcher.cancel()
+        say(
+            f"\nlw-temporal run: stopped following {workflow_id}; the run goes on. See it "
+            f"with lw-temporal status {workflow_id}, stop it with lw-temporal cancel "
+            f"{workflow_id}",
+            err=True,
+        )
+        return _ended(INTERRUPTED)
+    stop.cancel()
     result: AgentResult | None = None
     sealed = False
     try:
-        result = await handle.result()
+        result = waiting.result()
     except WorkflowFailureError:
         pass  # named below, with the rest of the tree's failures
     except PayloadSealed as err:
         sealed = True  # the run ended; this command holds no keys to read its result
-        print(f"lw-temporal: {workflow_id} ended; its result is sealed: {err}", file=sys.stderr)
-    finally:
-        done.set()
+        say(f"lw-temporal: {workflow_id} ended; its result is sealed: {err}", err=True)
     nodes = await watcher
     screen.final(nodes)
     code = await report_failures(client, nodes)
     if result is not None:
-        print(f"{workflow_id} finished in {time.monotonic() - screen.started:.1f}s: ", end="")
-        print(one_line(result.summary, 400))
+        say(f"{workflow_id} finished in {time.monotonic() - screen.started:.1f}s: ", end="")
+        say(one_line(result.summary, 400))
         if result.tree_usage.model_calls:
-            print(f"tokens, whole tree: {result.tree_usage.line()}")
+            say(f"tokens, whole tree: {result.tree_usage.line()}")
     elif not code and not sealed:
         why = await failure_message(client, workflow_id)
-        print(f"lw-temporal: workflow {workflow_id} failed: {why}", file=sys.stderr)
+        say(f"lw-temporal: workflow {workflow_id} failed: {why}", err=True)
         code = 1
-    return _ended(code)
+    return _ended(code or _tool_failures(nodes))
+
+
+def _workflow_id(text: str) -> str:
+    """A workflow ID of lw's grammar, or a usage error saying the grammar."""
+    try:
+        parse_workflow_id(text)
+    except InvalidWorkflowId as err:
+        raise CliError(str(err), USAGE) from None
+    return text
 
 
 async def status_command(args: argparse.Namespace) -> int:
+    _workflow_id(args.workflow_id)
     client = await connect(args)
     nodes = await fetch_tree(client, args.workflow_id)
     if nodes is None:
-        print(
+        say(
             f"lw-temporal status: no workflow {args.workflow_id!r} in namespace "
             f"{args.namespace} on {args.address}",
-            file=sys.stderr,
+            err=True,
         )
         return 1
     Screen(live=False).final(nodes)
-    return await report_failures(client, nodes)
+    return await report_failures(client, nodes) or _tool_failures(nodes)
+
+
+async def cancel_command(args: argparse.Namespace) -> int:
+    _workflow_id(args.workflow_id)
+    client = await connect(args)
+    handle = client.get_workflow_handle(args.workflow_id)
+    try:
+        before = (await handle.describe()).status
+    except RPCError as err:
+        if err.status is RPCStatusCode.NOT_FOUND:
+            raise CliError(
+                f"no workflow {args.workflow_id!r} in namespace {args.namespace} on {args.address}"
+            ) from None
+        raise
+    if before is not WorkflowExecutionStatus.RUNNING:
+        say(f"{args.workflow_id} is already closed ({before.name.lower() if before else '?'})")
+        return 0
+    await handle.cancel()
+    say(f"{args.workflow_id}: cancellation requested; its children and commands stop with it")
+    deadline = time.monotonic() + args.wait.total_seconds()
+    while time.monotonic() < deadline:
+        status = (await handle.describe()).status
+        if status is not WorkflowExecutionStatus.RUNNING:
+            say(f"{args.workflow_id}: {status.name.lower() if status else 'closed'}")
+            return 0
+        await asyncio.sleep(0.5)
+    say(
+        f"{args.workflow_id} still runs after {args.wait}: the cancellation is delivered "
+        "when a worker of its task queue picks it up",
+        err=True,
+    )
+    return 1

@@ -13,12 +13,16 @@ from temporalio.client import (
     ScheduleHandle,
     ScheduleOverlapPolicy,
     WorkflowExecutionStatus,
+    WorkflowFailureError,
     WorkflowQueryFailedError,
 )
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from .._ids import DREAMING_WORKFLOW, InvalidWorkflowId, check_definition_id, parse_workflow_id
+from .._live import failure_message
+from .._memory import MemoryStores
 from .._schedules import create_interval_schedule
+from .._scope import StoreKind, StoreRef
 from ._records import (
     DREAM_SHOW,
     QUERY_STATE,
@@ -35,6 +39,10 @@ from ._records import (
     PromotionOutcome,
     ShowResult,
 )
+from ._review import render_diff
+
+#: Dreams a listing shows at most.
+LIST_LIMIT = 500
 
 
 def dream_schedule_id(definition_id: str) -> str:
@@ -100,7 +108,7 @@ async def list_dreams(
             )
         query += f" AND TaskQueue = '{task_queue}'"
     states: list[DreamState] = []
-    async for execution in client.list_workflows(query):
+    async for execution in client.list_workflows(query, limit=LIST_LIMIT):
         handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
         if execution.status is WorkflowExecutionStatus.RUNNING:
             try:
@@ -118,58 +126,105 @@ async def list_dreams(
                 )
             states.append(state)
             continue
-        try:
-            result = await client.get_workflow_handle(
-                execution.id, run_id=execution.run_id, result_type=DreamResult
-            ).result()
-        except Exception:
-            continue
-        states.append(result.state(execution.id))
+        states.append(await _closed_state(client, execution.id, execution.run_id))
     return states
 
 
-async def show_dream(client: Client, workflow_id: str, *, max_bytes: int = 64 * 1024) -> ShowResult:
-    """A dream's proposal as a unified diff per file, with the runs each note came
-    from: rendered by the worker while the dream waits (the whole text is kept in its
-    data dir); once the dream closed, its outcome and the diff it last showed, read
-    from its history."""
-    handle = client.get_workflow_handle(workflow_id, result_type=DreamResult)
+async def _closed_state(client: Client, workflow_id: str, run_id: str | None) -> DreamState:
+    """A closed dream as its result tells it, or, failed, why (from its history)."""
+    handle = client.get_workflow_handle(workflow_id, run_id=run_id, result_type=DreamResult)
     try:
+        result: DreamResult = await handle.result()
+    except (WorkflowFailureError, RPCError, ValueError, TypeError) as err:
+        why = (
+            await failure_message(client, workflow_id)
+            if isinstance(err, WorkflowFailureError)
+            else f"its result cannot be read: {err}"
+        )
+        try:
+            target = parse_workflow_id(workflow_id).definition_id or ""
+        except InvalidWorkflowId:
+            target = ""
+        return DreamState(
+            workflow_id=workflow_id, target=target, status=DreamStatus.FAILED, failure=why
+        )
+    return result.state(workflow_id)
+
+
+async def show_dream(
+    client: Client,
+    workflow_id: str,
+    *,
+    max_bytes: int = 64 * 1024,
+    stores: MemoryStores | None = None,
+) -> ShowResult:
+    """A dream's proposal as a unified diff per file, with the runs each note came from.
+
+    A running dream's worker renders it (the whole text is kept in its data dir). A
+    decided or closed dream is read from its history: its outcome and decision, then the
+    diff its reviewer was last shown; one never shown is rendered here from ``stores``
+    (the data dir's memory stores, where the proposed versions are kept) when given."""
+    handle = client.get_workflow_handle(workflow_id)
+    if (await handle.describe()).status is WorkflowExecutionStatus.RUNNING:
         result: ShowResult = await handle.execute_update(
             UPDATE_SHOW, max_bytes, result_type=ShowResult
         )
-    except RPCError as err:
-        if err.status is not RPCStatusCode.NOT_FOUND:
-            raise
-        if (await handle.describe()).status is WorkflowExecutionStatus.RUNNING:
-            raise  # (an unknown dream: describe has raised NOT_FOUND already)
-        return await _closed_dream(client, workflow_id, max_bytes)
-    return result
+        return result
+    return await _closed_dream(client, workflow_id, max_bytes, stores)
 
 
-async def _closed_dream(client: Client, workflow_id: str, max_bytes: int) -> ShowResult:
-    """What ``show`` says of a closed dream: its status, decision and promotion, then
-    the diff its reviewer was shown (the last ``lw.dreaming.show`` result)."""
-    handle = client.get_workflow_handle(workflow_id, result_type=DreamResult)
-    outcome = await handle.result()
-    lines = [f"# {workflow_id}: {outcome.status.value} (closed)"]
-    if outcome.decision is not None:
-        why = f": {outcome.decision.why}" if outcome.decision.why else ""
-        lines.append(f"# decided by {outcome.decision.who}{why}")
-    if outcome.promotion is not None:
+def proposal_path(target: str, paths: Sequence[str], given: str) -> str:
+    """The proposal's path that ``given`` names, in any form a reviewer is shown: the
+    path in the target (``consolidated.md``), with the target (``candidate-review/
+    consolidated.md``), or as a diff header names it (``b/candidate-review/...``);
+    ``given`` itself when it names none (the approval then reports it)."""
+    if given in paths:
+        return given
+    text = given.strip()
+    for prefix in ("b/", "a/", "/mnt/memory/workflow/", f"{target}/"):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+            if text in paths:
+                return text
+    return given
+
+
+async def _closed_dream(
+    client: Client, workflow_id: str, max_bytes: int, stores: MemoryStores | None
+) -> ShowResult:
+    """What ``show`` says of a closed dream: its status, decision and promotion (or why
+    it failed), then the diff its reviewer was shown (the last ``lw.dreaming.show``
+    result), or, never shown, its changes (rendered from ``stores`` when given)."""
+    state = await _closed_state(client, workflow_id, None)
+    lines = [f"# {workflow_id}: {state.status.value} (closed)"]
+    if state.failure:
+        lines.append(f"# failed: {state.failure}")
+    if state.decision is not None:
+        why = f": {state.decision.why}" if state.decision.why else ""
+        lines.append(f"# decided by {state.decision.who}{why}")
+    if state.promotion is not None:
         for label, paths in (
-            ("promoted", outcome.promotion.promoted),
-            ("dropped", outcome.promotion.dropped),
+            ("promoted", state.promotion.promoted),
+            ("dropped", state.promotion.dropped),
         ):
-            lines += [f"# {label} {outcome.target}/{path}" for path in paths]
+            lines += [f"# {label} {state.target}/{path}" for path in paths]
     shown = await _last_shown(client, workflow_id)
-    if shown is None:
+    if shown is None and state.changes:
         lines.append("# its proposal was never shown; the changes it proposed:")
-        for change in outcome.changes:
+        for change in state.changes:
             kind = "new" if change.base_sha256 is None else "changed"
-            lines.append(f"#   {kind} {outcome.target}/{change.path} ({change.bytes} bytes)")
-    head = "\n".join(lines) + "\n"
-    text = head + (shown.text if shown else "")
+            lines.append(f"#   {kind} {state.target}/{change.path} ({change.bytes} bytes)")
+    text = "\n".join(lines) + "\n"
+    if shown is not None:
+        text += shown.text
+    elif stores is not None and state.changes:
+        text += render_diff(
+            state.target,
+            stores,
+            StoreRef(StoreKind.DREAMING, state.target),
+            StoreRef(StoreKind.WORKFLOW, state.target),
+            state.changes,
+        )
     data = text.encode("utf-8")
     cut = len(data) > max_bytes
     if cut:
@@ -203,9 +258,15 @@ async def _last_shown(client: Client, workflow_id: str) -> ShowResult | None:
 async def approve_dream(
     client: Client, workflow_id: str, who: str, why: str, *, only: Sequence[str] = ()
 ) -> PromotionOutcome:
-    """Promote a waiting dream's changes (or only the paths in ``only``) into its
-    target's memory, audited as ``who``. A conflict promotes nothing; the dream waits."""
-    outcome: PromotionOutcome = await client.get_workflow_handle(workflow_id).execute_update(
+    """Promote a waiting dream's changes (or only the paths in ``only``, in any form
+    :func:`proposal_path` reads) into its target's memory, audited as ``who``. A
+    conflict promotes nothing; the dream waits."""
+    handle = client.get_workflow_handle(workflow_id)
+    if only:
+        state: DreamState = await handle.query(QUERY_STATE, result_type=DreamState)
+        paths = [change.path for change in state.changes]
+        only = [proposal_path(state.target, paths, path) for path in only]
+    outcome: PromotionOutcome = await handle.execute_update(
         UPDATE_APPROVE, Decision(who=who, why=why, only=tuple(only)), result_type=PromotionOutcome
     )
     return outcome
@@ -222,9 +283,16 @@ async def reject_dream(client: Client, workflow_id: str, who: str, why: str) -> 
 async def wait_for_review(
     client: Client, workflow_id: str, *, within: timedelta = timedelta(minutes=10)
 ) -> DreamState:
-    """The dream's state once it waits for a reviewer or has closed without a proposal."""
+    """The dream's state once it waits for a reviewer or has closed (without a proposal,
+    or decided)."""
     handle = client.get_workflow_handle(workflow_id)
-    waiting = {DreamStatus.AWAITING_APPROVAL, DreamStatus.NOTHING_NEW}
+    waiting = {
+        DreamStatus.AWAITING_APPROVAL,
+        DreamStatus.NOTHING_NEW,
+        DreamStatus.APPROVED,
+        DreamStatus.REJECTED,
+        DreamStatus.TIMED_OUT,
+    }
 
     async def poll() -> DreamState:
         while True:

@@ -141,6 +141,8 @@ class DreamStatus(StrEnum):
     NOTHING_NEW = "nothing-new"
     #: Listing only: the dream runs but no worker answered its state query.
     UNREACHABLE = "unreachable"
+    #: Listing only: the dream's workflow failed (``DreamState.failure`` says why).
+    FAILED = "failed"
 
 
 class DreamResult(FrozenModel):
@@ -171,6 +173,8 @@ class DreamState(DreamResult):
 
     workflow_id: str
     approval_deadline: datetime | None = None
+    #: Listing only: why the dream's workflow failed, when it did.
+    failure: str | None = None
 
 
 class ShowResult(FrozenModel):

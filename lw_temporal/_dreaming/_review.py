@@ -13,6 +13,7 @@ from ._records import MAX_SOURCES, FileChange
 #: What of the target's memory a consolidator is shown (its text files, bounded).
 _MAX_MEMORY_FILE = 1024 * 1024
 _MAX_MEMORY_TOTAL = 32 * 1024 * 1024
+_LINE = re.compile(r"[^\n]*\n|[^\n]+")
 _RUN_ID = re.compile(
     r"(?:pipeline_[A-Za-z0-9._-]+/sub-runs/)?run_[a-z0-9][a-z0-9._-]*@[A-Za-z0-9._-]+"
 )
@@ -50,9 +51,11 @@ def sources_of(content: str, runs: Sequence[str]) -> tuple[tuple[str, ...], int]
 
 
 def _text(data: bytes | None) -> list[str]:
+    """The lines of a file as a diff shows them: split at newlines only (``splitlines``
+    would also split at a carriage return or a form feed inside a line)."""
     if data is None:
         return []
-    return data.decode("utf-8", "replace").splitlines(keepends=True)
+    return _LINE.findall(data.decode("utf-8", "replace"))
 
 
 def render_diff(

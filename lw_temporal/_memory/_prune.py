@@ -76,7 +76,7 @@ def prune_body(
                     resolved = versions.resolve(sha)
                     shas.pop(resolved, None)
                     shas[resolved] = when  # most recent last
-            if entry.op != "mkdir":
+            if entry.op not in ("mkdir", "rmdir"):  # folders have no versions
                 after = entry.sha256_after
                 current[entry.path] = None if after is None else versions.resolve(after)
         keep: set[str] = {sha for sha in current.values() if sha is not None}

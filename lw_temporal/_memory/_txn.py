@@ -390,9 +390,10 @@ class Txn:
             else:
                 self.stage_delete_file(tuple(sub.split("/")), shown, kind)
                 deleted.append(sub)
-        for sub in reversed(dirs):
+        for sub in reversed(dirs):  # deepest first, each audited as its creation was
             self.ops.append({"k": "r", "p": sub})
             self.usage.dirs -= 1
+            self.record("rmdir", sub, 0, None, None)
         self.gone.add(rel)
         return deleted
 

@@ -8,6 +8,7 @@ roles, stores or workflows.
 from __future__ import annotations
 
 from .._changes import StoreChange
+from ._accounts import Account
 from ._backends import Backend, SandboxUnavailable, UnsandboxedBackend
 from ._bwrap import BwrapBackend
 from ._identity import SandboxUser, secure_data_dir
@@ -29,6 +30,7 @@ from ._spec import (
     SYSTEM_VIEW,
     Limits,
     SandboxMount,
+    SandboxNetwork,
     SandboxSpec,
     SystemView,
 )
@@ -80,6 +82,7 @@ __all__ = [
     "SANDBOX_CHOICES",
     "SYSTEM_VIEW",
     "UNSANDBOXED",
+    "Account",
     "Backend",
     "BwrapBackend",
     "CaptureLimits",
@@ -88,6 +91,7 @@ __all__ = [
     "OutputSink",
     "RunOutcome",
     "SandboxMount",
+    "SandboxNetwork",
     "SandboxSpec",
     "SandboxUnavailable",
     "SandboxUser",

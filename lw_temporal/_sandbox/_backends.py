@@ -94,6 +94,10 @@ class Backend(ABC):
     #: Whether the command sees the spec's mounts at their targets (a mount
     #: namespace). Without one, writable memory cannot be staged in an overlay.
     has_mount_view: bool = True
+    #: Whether a command's network policy holds here (its connections brokered to
+    #: the egress proxy, ``SandboxSpec.network``); unsandboxed commands have the
+    #: worker's whole network and no proxy.
+    brokers_network: bool = False
 
     @property
     def guarantees(self) -> str:
@@ -114,6 +118,11 @@ class Backend(ABC):
     def present(self, spec: SandboxSpec, text: str) -> str:
         """The command's output in the agent's names (real folders shown virtual)."""
         return text
+
+    def explain(self, spec: SandboxSpec, stderr: str) -> str | None:
+        """Why the command may have failed where another backend would have let it
+        work, from its raw ``stderr`` (a backend's documented gaps), else None."""
+        return None
 
 
 class UnsandboxedBackend(Backend):
@@ -137,7 +146,7 @@ class UnsandboxedBackend(Backend):
         view = _pathview.build_view(spec)
         spec, fds = script_through_fd(_pathview.translated(spec))
         cwd = spec.real_of(spec.cwd) or view
-        env = spec.system.environment(str(cwd), "/tmp")
+        env = spec.system.environment(str(cwd), "/tmp", spec.account)
         env["PWD"] = str(cwd)
         env.update(spec.env)
         argv = rlimit_argv(spec.limits) + list(spec.argv)

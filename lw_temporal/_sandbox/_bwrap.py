@@ -1,8 +1,9 @@
 """The bubblewrap backend: a mount namespace holding exactly the spec and the system view.
 
 A new mount namespace whose only contents are the spec's mounts plus the
-:class:`SystemView` (``/usr`` and its links, two ``/etc`` entries, a fresh ``/proc``, a
-minimal ``/dev``, size-capped ``/tmp`` and ``/dev/shm``); new user (no capabilities, no
+:class:`SystemView` (``/usr`` and its links, a few ``/etc`` entries and the account
+files generated for the command, written into the read-only root; a fresh ``/proc``,
+a minimal ``/dev``, size-capped ``/tmp`` and ``/dev/shm``); new user (no capabilities, no
 nested user namespaces), pid, ipc, uts, cgroup and network namespaces; a new session
 (no TIOCSTI into the worker's terminal); a cleared environment. Overlay mounts need a
 mount that bwrap 0.8 cannot make, so the runner mounts them in a mount namespace that
@@ -11,19 +12,30 @@ bwrap starts from (:mod:`._userns`), and bwrap binds the merged folders.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import fcntl
 import functools
 import os
 import shutil
 import subprocess
-from pathlib import PurePosixPath
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
 
 from .._mode import Mode
 from . import _seccomp
+from ._accounts import Account, account_files
 from ._backends import Backend, Launch, SandboxUnavailable, script_through_fd
 from ._spec import Limits, SandboxMount, SandboxSpec, SystemView
 from ._userns import Overlay
 
-_SANDBOX_UID = "1000"
+#: The uid and gid a command has inside bwrap's user namespace (its host identity,
+#: ``SandboxSpec.user``, is mapped to them); its account files are generated for them.
+INSIDE_IDS = (1000, 1000)
+
+#: The connect broker, run inside the sandbox by the system view's ``python3`` for a
+#: command with a network policy (read from a descriptor: no host path is bound).
+_BROKER = Path(__file__).with_name("_netbroker.py")
 
 #: The overlay of a writable memory mount, in names relative to its staging folder
 #: (the mount is made from inside it): the sandbox's ``/proc/self/mountinfo`` shows
@@ -35,10 +47,12 @@ OVERLAY_OPTIONS = "userxattr,volatile,lowerdir=lower,upperdir=upper,workdir=work
 
 class BwrapBackend(Backend):
     name = "bwrap"
+    brokers_network = True
 
     def __init__(self, bwrap: str | None = None) -> None:
         self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
         self._filter_fd: int | None = None
+        self._broker_fd: int | None = None
 
     @property
     def guarantees(self) -> str:
@@ -64,12 +78,15 @@ class BwrapBackend(Backend):
         merged: dict[str, str] | None = None,
         args_fd: int | None = None,
         seccomp_fd: int | None = None,
+        files: Sequence[tuple[int, str]] = (),
     ) -> tuple[list[str], bytes | None]:
         """The bwrap command line; ``merged`` maps overlay targets to mounted folders.
 
         With ``args_fd`` the options travel through that pipe (bwrap ``--args``), so
         the sandbox's pid 1 shows no host paths in its ``/proc/1/cmdline``; with
-        ``seccomp_fd`` bwrap loads that filter right before it runs the command."""
+        ``seccomp_fd`` bwrap loads that filter right before it runs the command;
+        ``files`` (descriptor, path) are written into the root before it is made
+        read-only (the command's account files)."""
         options = _bwrap_options(
             spec.system,
             spec.mounts,
@@ -77,13 +94,63 @@ class BwrapBackend(Backend):
             spec.limits,
             tuple(spec.env.items()),
             tuple(sorted((merged or {}).items())),
+            spec.account,
         )
+        last: list[str] = []
+        for fd, path in files:
+            last += ["--perms", "0644", "--file", str(fd), path]
+        last += ["--remount-ro", "/", "--chdir", str(spec.cwd)]
         command = ["--", *spec.argv]
         if seccomp_fd is not None:
             command = ["--seccomp", str(seccomp_fd), *command]
         if args_fd is None:
-            return [self.bwrap, *options[0], *command], None
-        return [self.bwrap, "--args", str(args_fd), *command], options[1]
+            return [self.bwrap, *options[0], *last, *command], None
+        payload = options[1] + b"".join(a.encode("utf-8", "surrogateescape") + b"\0" for a in last)
+        return [self.bwrap, "--args", str(args_fd), *command], payload
+
+    def account_fds(self, spec: SandboxSpec) -> list[tuple[int, str]]:
+        """Fresh in-memory files holding the command's account files, by path."""
+        made: list[tuple[int, str]] = []
+        for path, content in account_files(spec.account, *INSIDE_IDS, str(spec.cwd)).items():
+            fd = os.memfd_create("lw-etc", os.MFD_CLOEXEC)
+            os.write(fd, content)
+            os.lseek(fd, 0, os.SEEK_SET)
+            made.append((fd, path))
+        return made
+
+    def brokered(self, spec: SandboxSpec, report_fd: int) -> tuple[SandboxSpec, tuple[int, ...]]:
+        """``spec`` run by the connect broker (see ``_netbroker``), which the sandbox's
+        ``python3`` starts as the command's parent, and the descriptors it needs (its
+        source, the command's socket pair end); unchanged without a network."""
+        network = spec.network
+        if network is None:
+            return spec, ()
+        if self._broker_fd is None:
+            fd = os.memfd_create("lw-netbroker", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            os.write(fd, _BROKER.read_bytes())
+            fcntl.fcntl(
+                fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+            )
+            self._broker_fd = fd
+        script = os.open(f"/proc/self/fd/{self._broker_fd}", os.O_RDONLY | os.O_CLOEXEC)
+        channel = os.dup(network.channel)
+        host, port = network.proxy
+        program = base64.b64encode(_seccomp.connect_broker_bpf()).decode()
+        argv = (
+            "python3",
+            "-I",
+            "-S",
+            f"/dev/fd/{script}",
+            str(script),
+            str(channel),
+            str(report_fd),
+            str(_seccomp.syscall_number("seccomp")),
+            program,
+            f"{host}:{port}",
+            "--",
+            *spec.argv,
+        )
+        return dataclasses.replace(spec, argv=argv), (script, channel)
 
     def launch(self, spec: SandboxSpec, args_fd: int, report_fd: int) -> Launch:
         overlays = [m for m in spec.mounts if m.overlay]
@@ -91,11 +158,16 @@ class BwrapBackend(Backend):
             assert mount.staging is not None
             (mount.staging / "lower").mkdir(exist_ok=True)
         spec, fds = script_through_fd(spec)
-        fds = (*fds, self.seccomp_fd())
+        spec, broker_fds = self.brokered(spec, report_fd)
+        reports = spec.network is not None
+        files = self.account_fds(spec)
+        fds = (*fds, *broker_fds, *(fd for fd, _ in files), self.seccomp_fd())
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
         if not overlays:
-            argv, payload = self.bwrap_argv(spec, args_fd=args_fd, seccomp_fd=fds[-1])
-            return Launch(argv, env, payload=payload, gated=True, fds=fds, user=spec.user)
+            argv, payload = self.bwrap_argv(spec, args_fd=args_fd, seccomp_fd=fds[-1], files=files)
+            return Launch(
+                argv, env, payload=payload, gated=True, fds=fds, user=spec.user, reports=reports
+            )
         merged: dict[str, str] = {}
         mounts: list[Overlay] = []
         for mount in overlays:
@@ -103,7 +175,9 @@ class BwrapBackend(Backend):
             target = str(mount.staging / "merged")
             mounts.append((str(mount.target), target, OVERLAY_OPTIONS, str(mount.source)))
             merged[str(mount.target)] = target
-        argv, payload = self.bwrap_argv(spec, merged=merged, args_fd=args_fd, seccomp_fd=fds[-1])
+        argv, payload = self.bwrap_argv(
+            spec, merged=merged, args_fd=args_fd, seccomp_fd=fds[-1], files=files
+        )
         return Launch(
             argv,
             env,
@@ -112,6 +186,7 @@ class BwrapBackend(Backend):
             overlays=tuple(mounts),
             fds=fds,
             user=spec.user,
+            reports=reports,
         )
 
 
@@ -144,24 +219,26 @@ def _bwrap_options(
     limits: Limits,
     extra_env: tuple[tuple[str, str], ...],
     merged_items: tuple[tuple[str, str], ...],
+    account: Account,
 ) -> tuple[tuple[str, ...], bytes]:
     """bwrap's options (and their ``--args`` encoding), the same for every command of
-    one scope: built once per scope, not per command."""
+    one scope: built once per scope, not per command (the command's own files, the
+    read-only remount and the working folder follow them)."""
     merged = dict(merged_items)
-    env = system.environment(str(cwd), system.private_tmp[0])
+    env = system.environment(str(cwd), system.private_tmp[0], account)
     env.update(extra_env)
     argv = [
         "--unshare-all",
         "--unshare-user",
         "--disable-userns",
         "--uid",
-        _SANDBOX_UID,
+        str(INSIDE_IDS[0]),
         "--gid",
-        _SANDBOX_UID,
+        str(INSIDE_IDS[1]),
         "--cap-drop",
         "ALL",
         "--hostname",
-        "sandbox",
+        account.hostname,
         "--die-with-parent",
         "--new-session",
         "--clearenv",
@@ -179,7 +256,6 @@ def _bwrap_options(
             argv += ["--ro-bind", str(mount.source), target]
         else:
             argv += ["--bind", str(mount.source), target]
-    argv += ["--remount-ro", "/", "--chdir", str(cwd)]
     payload = b"".join(a.encode("utf-8", "surrogateescape") + b"\0" for a in argv)
     return tuple(argv), payload
 

@@ -10,7 +10,9 @@ never forge a launch failure. The launcher stays the command's parent (outside t
 command's Landlock domain) and a child subreaper, so on SIGTERM (timeout,
 cancellation, or the worker dying through the parent-death signal) it kills every
 descendant, including those that left the
-process group with ``setsid``.
+process group with ``setsid``. For a command with a network policy the launcher is also
+its connect broker (``_netbroker``, loaded from beside this file): the command's filter
+sends every ``connect`` to a listener the launcher holds.
 """
 
 from __future__ import annotations
@@ -164,6 +166,61 @@ def _kill_all(child: int) -> None:
                 os.waitpid(pid, 0)
 
 
+def _wait(child: int) -> int:
+    """The command's exit status, reaping the orphans that come to this subreaper."""
+    while True:
+        try:
+            pid, code = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return 0
+        if pid == child:
+            return os.waitstatus_to_exitcode(code)
+
+
+def _wait_brokering(child: int, brokering: Any) -> int:
+    """:func:`_wait`, answering the command's connects meanwhile (see ``_netbroker``)."""
+    import select
+
+    wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    poller = select.poll()
+    poller.register(wake_read, select.POLLIN)
+    poller.register(brokering.listener, select.POLLIN)
+    while True:
+        while True:
+            try:
+                pid, code = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return 0
+            if pid == 0:
+                break
+            if pid == child:
+                return os.waitstatus_to_exitcode(code)
+        for fd, events in poller.poll():
+            if fd == wake_read:
+                with contextlib.suppress(OSError):
+                    os.read(wake_read, 512)
+            elif events & (select.POLLHUP | select.POLLERR):
+                poller.unregister(fd)  # nothing under the filter is left
+            else:
+                brokering.handle()
+
+
+def _broker_module() -> Any:
+    """``_netbroker`` beside this file (run by path: no package to import it from)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_netbroker.py")
+    found = importlib.util.spec_from_file_location("lw_netbroker", path)
+    if found is None or found.loader is None:
+        _fail(f"the connect broker is missing ({path})")
+        raise SystemExit(125)  # _fail exits; this tells the type checker
+    module = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
+    return module
+
+
 def main() -> None:
     global _report_fd
     fd = int(sys.argv[1])
@@ -187,6 +244,13 @@ def main() -> None:
                 _fail(f"{name}: {err}")
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    network = spec.get("network")
+    broker = _broker_module() if network else None
+    if broker is not None:
+        import socket
+
+        os.set_inheritable(network["channel"], False)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     child = os.fork()
     if child == 0:
         # Only the command is restricted: the launcher stays outside its Landlock
@@ -196,11 +260,30 @@ def main() -> None:
             _drop_capabilities(spec.get("user"))
             os.chdir(spec["cwd"])
             os.set_inheritable(_report_fd, False)
-            _load_seccomp(base64.b64decode(spec["seccomp"]))
+            program = base64.b64decode(spec["seccomp"])
+            if broker is None:
+                _load_seccomp(program)
+            else:  # the connect broker (this launcher) answers every connect
+                ours.close()
+                try:
+                    listener = broker.install_filter(network["seccomp_nr"], program)
+                except broker.BrokerError as err:
+                    _fail(err.strerror or str(err))
+                broker.hand_over(theirs, listener)
+                theirs.close()
             os.execve(spec["argv"][0], spec["argv"], spec["env"])
         except OSError as err:
             _fail(f"{spec['argv'][0]}: {err.strerror}")
     os.close(_report_fd)
+    brokering = None
+    if broker is not None:
+        theirs.close()
+        listener = broker.receive_listener(ours)
+        ours.close()
+        channel = socket.socket(fileno=network["channel"])
+        if listener is not None:
+            proxy = (network["proxy"][0], int(network["proxy"][1]))
+            brokering = broker.Broker(listener, channel, proxy, local_ok=False)
     stopping = False
 
     def stop(signum: int, frame: object) -> None:
@@ -210,15 +293,7 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    status = 0
-    while True:
-        try:
-            pid, code = os.waitpid(-1, 0)
-        except ChildProcessError:
-            break
-        if pid == child:
-            status = os.waitstatus_to_exitcode(code)
-            break
+    status = _wait(child) if brokering is None else _wait_brokering(child, brokering)
     _kill_all(child)  # the command is done: nothing it started may outlive it
     if spec.get("tmp"):
         shutil.rmtree(spec["tmp"], ignore_errors=True)

@@ -11,6 +11,7 @@ agent's own names.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
@@ -33,11 +34,13 @@ def view_dir(spec: SandboxSpec) -> Path:
     return spec.private_dir / "view"
 
 
-def path_map(spec: SandboxSpec) -> list[tuple[str, str]]:
+def path_map(spec: SandboxSpec, extra: Sequence[tuple[str, str]] = ()) -> list[tuple[str, str]]:
     """(virtual prefix, real path) pairs, longest prefixes first: each mount's target
-    maps to its real folder, ``/mnt`` itself to the folder of symlinks."""
+    maps to its real folder, ``/mnt`` itself to the folder of symlinks, and ``extra``
+    (the backend's own, e.g. ``/tmp`` to the command's private folder)."""
     pairs = [(str(m.target), str(m.source)) for m in spec.mounts]
     pairs.append(("/mnt", str(view_dir(spec) / "mnt")))
+    pairs += extra
     return sorted(pairs, key=lambda pair: -len(pair[0]))
 
 
@@ -53,18 +56,19 @@ def build_view(spec: SandboxSpec) -> Path:
     return view
 
 
-def translated(spec: SandboxSpec) -> SandboxSpec:
-    """``spec`` with the literal ``/mnt`` paths of its shell script rewritten."""
+def translated(spec: SandboxSpec, extra: Sequence[tuple[str, str]] = ()) -> SandboxSpec:
+    """``spec`` with the literal ``/mnt`` paths (and ``extra`` ones) of its shell
+    script rewritten."""
     if spec.argv[:2] != _SHELL or len(spec.argv) != 3:
         return spec
-    script = rewrite_paths(spec.argv[2], path_map(spec))
+    script = rewrite_paths(spec.argv[2], path_map(spec, extra))
     return dataclasses.replace(spec, argv=(*_SHELL, script))
 
 
-def untranslated(spec: SandboxSpec, text: str) -> str:
+def untranslated(spec: SandboxSpec, text: str, extra: Sequence[tuple[str, str]] = ()) -> str:
     """The real folders in ``text`` under their virtual names again (longest real
     path first, so nested mounts map right)."""
-    for virtual, real in sorted(path_map(spec), key=lambda pair: -len(pair[1])):
+    for virtual, real in sorted(path_map(spec, extra), key=lambda pair: -len(pair[1])):
         text = text.replace(real, virtual)
     return text
 

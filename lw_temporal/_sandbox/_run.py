@@ -39,7 +39,7 @@ from ._userns import (
     LAUNCH_FAILED_STATUS,
     LaunchFailed,
     Overlay,
-    OverlayNamespace,
+    overlay_launcher,
 )
 
 _CHUNK = 1 << 16
@@ -277,7 +277,7 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
     """Start ``launch`` as the sandbox user; its overlays go into ``mounts`` (the
     calling thread's own namespace) or, without it, into a namespace the child makes
     before its exec."""
-    preexec: OverlayNamespace | None = None
+    argv = launch.argv
     user = start.user
     if launch.overlays and mounts is not None:
         try:
@@ -287,7 +287,10 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
                 os.close(fd)
             raise
     elif launch.overlays:
-        preexec = OverlayNamespace(launch.overlays, start.report_write, idmapped=user is not None)
+        argv = overlay_launcher(
+            launch.overlays, start.report_write, argv, idmapped=user is not None
+        )
+    reports = launch.reports or argv is not launch.argv
     if launch.payload:
         with contextlib.suppress(OSError):
             fcntl.fcntl(start.args_write, fcntl.F_SETPIPE_SZ, max(len(launch.payload), 4096))
@@ -302,7 +305,7 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
             try:
                 with thread_as(launch.user):
                     proc = subprocess.Popen(
-                        launch.argv,
+                        argv,
                         stdin=subprocess.DEVNULL,
                         stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE,
@@ -312,10 +315,9 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
                         close_fds=True,
                         pass_fds=(
                             start.args_read,
-                            *((start.report_write,) if launch.reports else ()),
+                            *((start.report_write,) if reports else ()),
                             *launch.fds,
                         ),
-                        preexec_fn=preexec,
                     )
                     if launch.gated:  # as the launcher's user: no privilege needed
                         _gate(proc, start.limits)

@@ -56,7 +56,10 @@ every ``AF_UNIX`` socket but a ``socketpair`` stream (see :data:`SOCKETS`), ``bi
 (a pair's end could squat a name in the host's abstract namespace) and ``listen``,
 SysV IPC and POSIX message queues (the host's), ``setpriority`` and
 ``ioprio_set`` other than on the caller's own process, and ``prlimit64`` and
-``sched_set*`` aimed at any process but the caller.
+``sched_set*`` aimed at any process but the caller. A command with a network policy
+has TCP sockets whose ``connect`` goes to the connect broker (``LANDLOCK_NETWORK``);
+under bwrap the broker stacks a one-rule filter of its own
+(:func:`connect_broker_bpf`).
 """
 
 from __future__ import annotations
@@ -117,10 +120,12 @@ _IP_LOCAL: SocketTable = {
 
 
 class Profile(Enum):
-    """Which backend the filter is for (Landlock's denies more)."""
+    """Which backend the filter is for (Landlock's denies more), and on Landlock
+    whether the command has a network policy."""
 
     NAMESPACES = "namespaces"
     LANDLOCK = "landlock"
+    LANDLOCK_NETWORK = "landlock-network"
 
 
 #: (``socket`` table, ``socketpair`` table) per profile.
@@ -140,15 +145,26 @@ class Profile(Enum):
 #: ``LANDLOCK_ACCESS_FS_RESOLVE_UNIX`` is the way to allow them later). A
 #: ``socketpair`` stream is what multiprocessing and event loops need and names
 #: nothing; a datagram pair is refused (``sendto`` with an address would reach host
-#: pathname sockets such as ``/dev/log``). A network policy (an egress proxy) enters
-#: here: a profile whose ``socket`` table adds ``AF_INET`` ``SOCK_STREAM`` TCP, with
-#: Landlock's ``CONNECT_TCP`` rule naming the one loopback proxy port (``MSG_FASTOPEN``
-#: stays refused, since Landlock checks ``connect()`` only).
+#: pathname sockets such as ``/dev/log``).
+#:
+#: Landlock with a network policy (an egress proxy): the same, plus TCP sockets
+#: (``AF_INET``/``AF_INET6`` ``SOCK_STREAM``) whose every ``connect`` is answered by
+#: the sandbox's connect broker (``SECCOMP_RET_USER_NOTIF``, see ``_netbroker``): a
+#: connection to the proxy's address becomes one to the proxy, anything else is
+#: refused, and Landlock, which handles TCP connect with no port allowed, refuses
+#: whatever the broker would let through. Landlock's rules name ports, never
+#: addresses, so a port rule for the proxy would also open that port on every host
+#: the worker can route to; the broker names the address. ``MSG_FASTOPEN`` stays
+#: refused (it connects from ``sendto``, past any ``connect`` check).
+_LANDLOCK_PAIRS: SocketTable = {
+    AF_UNIX: dict.fromkeys((SOCK_STREAM, SOCK_SEQPACKET), _UNIX_PROTOCOLS)
+}
 SOCKETS: dict[Profile, tuple[SocketTable, SocketTable]] = {
     Profile.NAMESPACES: ({**_UNIX_ANY, **_IP_LOCAL}, _UNIX_ANY),
-    Profile.LANDLOCK: (
-        {},
-        {AF_UNIX: dict.fromkeys((SOCK_STREAM, SOCK_SEQPACKET), _UNIX_PROTOCOLS)},
+    Profile.LANDLOCK: ({}, _LANDLOCK_PAIRS),
+    Profile.LANDLOCK_NETWORK: (
+        {family: {SOCK_STREAM: frozenset({0, IPPROTO_TCP})} for family in (AF_INET, AF_INET6)},
+        _LANDLOCK_PAIRS,
     ),
 }
 
@@ -321,7 +337,7 @@ def build(profile: Profile) -> Any:
     rules.set_attr(seccomp.Attr.ACT_BADARCH, seccomp.KILL_PROCESS)
     with contextlib.suppress(OSError):  # libseccomp 2.5+: a binary tree of the calls
         rules.set_attr(seccomp.Attr.CTL_OPTIMIZE, 2)
-    landlock = profile is Profile.LANDLOCK
+    landlock = profile in (Profile.LANDLOCK, Profile.LANDLOCK_NETWORK)
 
     def deny(name: str, *args: Any, action: int = eperm) -> None:
         if _known(name):
@@ -367,6 +383,8 @@ def build(profile: Profile) -> Any:
     for kind in (_S_IFCHR, _S_IFBLK):
         for name, index in (("mknod", 1), ("mknodat", 2)):
             deny(name, arg(index, masked, _S_IFMT, kind))
+    if profile is Profile.LANDLOCK_NETWORK:
+        rules.add_rule(seccomp.NOTIFY, "connect")
     if landlock:
         for name, index in _OWN_PROCESS_ONLY:
             deny(name, arg(index, ne, 0))  # a pid: high bits included
@@ -403,6 +421,20 @@ def bpf(profile: Profile) -> bytes:
         rules = build(profile)
     except OSError as err:
         raise SeccompUnavailable(f"libseccomp refused the sandbox's filter: {err}") from None
+    return _export(rules)
+
+
+@functools.cache
+def connect_broker_bpf() -> bytes:
+    """A filter of one rule, ``connect`` answered by a listener (the connect broker):
+    stacked by bwrap's broker on the command, above the filter bwrap loaded."""
+    seccomp = _bindings()
+    rules = seccomp.SyscallFilter(seccomp.ALLOW)
+    rules.add_rule(seccomp.NOTIFY, "connect")
+    return _export(rules)
+
+
+def _export(rules: Any) -> bytes:
     with os.fdopen(os.memfd_create("lw-seccomp-export", os.MFD_CLOEXEC), "w+b") as sink:
         rules.export_bpf(sink)
         sink.seek(0)

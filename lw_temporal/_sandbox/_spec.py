@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .._mode import Mode
+from ._accounts import GENERATED_FILES, Account
 from ._identity import SandboxUser
 
 
@@ -66,8 +67,11 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 class SystemView:
     """What a sandboxed command sees of the host besides the spec's mounts.
 
-    Only the system folders programs need to run, read-only; two ``/etc`` entries the
-    dynamic loader and ``update-alternatives`` links need (no ``passwd``, no host
+    Only the system folders programs need to run, read-only; the ``/etc`` entries
+    programs read that say nothing of the host beyond its distribution (the dynamic
+    loader's cache, ``update-alternatives`` links, CA certificates and the OpenSSL
+    configuration, MIME types, the distribution's version) and the account files
+    generated for the command (:mod:`._accounts`; none of the host's users, hosts or
     configuration); ``/proc`` (under bwrap the sandbox's own pid namespace); the
     harmless device nodes (no disks, no ``/dev/kmsg``); fresh private folders for
     temporary files; and a fixed environment (nothing of the worker's).
@@ -82,8 +86,22 @@ class SystemView:
         ("/lib", "usr/lib"),
         ("/lib64", "usr/lib64"),
     )
-    #: Single host files shown read-only (absent ones are skipped).
-    etc_files: tuple[str, ...] = ("/etc/ld.so.cache", "/etc/alternatives")
+    #: Host files and folders under ``/etc`` shown read-only (absent ones are skipped):
+    #: what programs fail without (git, node, pip, Python's ``mimetypes``) and that is
+    #: the same on every host of a distribution.
+    etc_files: tuple[str, ...] = (
+        "/etc/ld.so.cache",
+        "/etc/alternatives",
+        "/etc/ssl/certs",
+        "/etc/ssl/openssl.cnf",
+        "/etc/mime.types",
+        "/etc/magic",
+        "/etc/magic.mime",
+        "/etc/debian_version",
+        "/etc/os-release",
+    )
+    #: Files generated for each command (see :func:`._accounts.account_files`).
+    generated: tuple[str, ...] = GENERATED_FILES
     proc: str = "/proc"
     #: Device nodes the command may read (and, for the sinks, write).
     devices: tuple[str, ...] = (
@@ -112,6 +130,7 @@ class SystemView:
             *self.system_dirs,
             *(path for path, _ in self.links),
             *self.etc_files,
+            *self.generated,
             self.proc,
             *(d for d in self.devices if d not in self.sinks),
             *self.dev_entries,
@@ -122,12 +141,24 @@ class SystemView:
         """Every path writable but private to one command (for the pre-check)."""
         return (*self.private_tmp, *self.sinks)
 
-    def environment(self, home: str, tmpdir: str) -> dict[str, str]:
-        return {**dict(self.env), "HOME": home, "TMPDIR": tmpdir}
+    def environment(self, home: str, tmpdir: str, account: Account) -> dict[str, str]:
+        return {**dict(self.env), "HOME": home, **account.environment(), "TMPDIR": tmpdir}
 
 
 #: The one system view of this package (see :class:`SystemView`).
 SYSTEM_VIEW = SystemView()
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxNetwork:
+    """A command that reaches the network through a proxy: every ``connect`` it makes
+    goes to the sandbox's connect broker (``_netbroker``), which hands connections
+    to ``proxy`` (the address the command's environment names) to the proxy as
+    descriptors on ``channel`` (the command's unix socket pair end; the backend
+    passes a copy into the sandbox) and refuses the rest."""
+
+    channel: int
+    proxy: tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +175,10 @@ class SandboxSpec:
     system: SystemView = SYSTEM_VIEW
     #: The host identity the command runs as; ``None``: the worker's own (non-root).
     user: SandboxUser | None = None
+    #: Who the command is inside (its account name, git author, host name).
+    account: Account = field(default_factory=Account)
+    #: Set for a command with a network policy; ``None``: no network at all.
+    network: SandboxNetwork | None = None
 
     def real_of(self, virtual: PurePosixPath) -> Path | None:
         """The real folder behind a virtual path (for backends without a mount view)."""

@@ -4,7 +4,7 @@ A worker with ``CAP_SYS_ADMIN`` (root on a host) mounts each command's overlays 
 mount namespace that the thread that starts the sandboxes keeps for itself (see
 :class:`ThreadMounts`), and bwrap, started by that thread, copies that namespace and
 binds the merged folders. The child is a plain ``vfork`` and exec; any other worker's
-child makes a namespace of its own instead (:class:`._userns.OverlayNamespace`).
+child makes a namespace of its own instead (:func:`._userns.overlay_launcher`).
 
 When commands run as a separate sandbox user (a root worker), the store folder under
 an overlay is owned by the worker, which the sandbox user could not write through the
@@ -26,6 +26,7 @@ import ctypes
 import functools
 import os
 import re
+import signal
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -107,7 +108,7 @@ class ThreadMounts:
     @classmethod
     def of_this_thread(cls) -> ThreadMounts | None:
         """The calling thread's (entered on first use); ``None`` when the worker may
-        not (then each child makes its own namespace, see :class:`OverlayNamespace`)."""
+        not (then each child makes its own namespace: :func:`._userns.overlay_launcher`)."""
         if cls._local is None:  # made on first use: workflow sandboxes import this module
             cls._local = threading.local()
         if not hasattr(cls._local, "mounts"):
@@ -306,25 +307,15 @@ class _MountAttr(ctypes.Structure):
 
 @functools.cache
 def _idmap_userns(uid: int, gid: int) -> int:
-    """A user namespace mapping id 0 to (uid, gid), kept open for idmapped mounts."""
-    _libc()  # resolved before the fork: the child makes one system call and waits
-    ready_r, ready_w = os.pipe()
-    done_r, done_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child only holds the namespace
-        try:
-            os.close(ready_r)
-            os.close(done_w)
-            unshare, _, _ = _libc()
-            os.write(ready_w, b"1" if unshare(_CLONE_NEWUSER) == 0 else b"0")
-            os.read(done_r, 1)
-        finally:
-            os._exit(0)
-    os.close(ready_w)
-    os.close(done_r)
+    """A user namespace mapping id 0 to (uid, gid), kept open for idmapped mounts.
+
+    Its holder is made by ``clone(CLONE_NEWUSER)`` and runs libc's ``sleep`` on a stack
+    of its own: no Python code runs in it, so no library's at-fork hook does either
+    (``os.fork`` runs them, and OpenTelemetry's batch processor starts a thread there,
+    which leaves nothing a user namespace can be made from). It lives while the ids
+    are written, is then killed, and ends by itself within a minute if this process dies."""
+    pid = _namespace_holder()
     try:
-        if os.read(ready_r, 1) != b"1":
-            raise LaunchFailed(f"{LAUNCH_FAILED_MARKER}: cannot create the idmap namespace")
         for name, data in (
             ("uid_map", f"0 {uid} 1\n"),
             ("setgroups", "deny"),
@@ -333,10 +324,36 @@ def _idmap_userns(uid: int, gid: int) -> int:
             with open(f"/proc/{pid}/{name}", "w") as ids:
                 ids.write(data)
         return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as err:
+        raise LaunchFailed(
+            f"{LAUNCH_FAILED_MARKER}: cannot map the idmap namespace: {err.strerror}"
+        ) from None
     finally:
-        os.close(done_w)
-        os.close(ready_r)
-        os.waitpid(pid, 0)
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+_HOLDER_STACK = 64 * 1024
+_HOLDER_SECONDS = 60
+
+
+def _namespace_holder() -> int:
+    """The pid of a new child in a user namespace of its own, asleep (see above)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    clone: Any = libc.clone
+    clone.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+    clone.restype = ctypes.c_int
+    stack = ctypes.create_string_buffer(_HOLDER_STACK)  # the child runs on its own copy
+    top = (ctypes.addressof(stack) + _HOLDER_STACK) & ~15
+    sleep = ctypes.cast(libc.sleep, ctypes.c_void_p)
+    flags = _CLONE_NEWUSER | signal.SIGCHLD
+    pid: int = clone(sleep, top, flags, ctypes.c_void_p(_HOLDER_SECONDS))
+    if pid <= 0:
+        reason = os.strerror(ctypes.get_errno())
+        raise LaunchFailed(f"{LAUNCH_FAILED_MARKER}: cannot create the idmap namespace: {reason}")
+    return pid
 
 
 def _bind_lower(source: bytes, staging: int, user: tuple[int, int] | None, failed: str) -> None:

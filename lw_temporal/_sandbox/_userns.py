@@ -8,18 +8,19 @@ the worker may do:
 * A worker with ``CAP_SYS_ADMIN`` (root on a host): the thread that starts the
   sandboxes keeps a mount namespace of its own and mounts the overlays there
   (:mod:`._threadmounts`); the child is a plain ``vfork`` and exec.
-* Any other worker (:class:`OverlayNamespace`): the forked child enters a user and
-  mount namespace of its own (root mapped to the worker's user), makes its mounts
-  private and mounts the overlays before it execs bwrap. The child must be a full
-  ``fork`` of the worker (``preexec_fn``), which costs more.
+* Any other worker (:func:`overlay_launcher`): a small launcher program, started with
+  ``vfork`` and exec like bwrap itself, enters a user and mount namespace of its own
+  (root mapped to the worker's user), makes its mounts private and mounts the
+  overlays before it execs bwrap (:mod:`._userns_launch`). Not a ``preexec_fn`` in a
+  fork of the worker: that runs every at-fork hook the worker's libraries registered,
+  and one that starts a thread (OpenTelemetry's batch processor does) leaves a child
+  that cannot make a user namespace.
 
-Either way bwrap creates its own nested user namespace as usual. Everything the child
-needs (the libc functions, every path and option string, the messages) is prepared
-before the fork: the child runs between fork and exec of a threaded process, where it
-should do nothing but system calls. A step that fails writes ``LAUNCH_FAILED_MARKER``
-and the reason to the runner's report pipe (closed on exec, so the command never holds
-it) and exits with ``LAUNCH_FAILED_STATUS`` (in the spawning thread: raises
-:class:`LaunchFailed` with that text), which the caller reports as a sandbox failure.
+Either way bwrap creates its own nested user namespace as usual. A step that fails
+writes ``LAUNCH_FAILED_MARKER`` and the reason to the runner's report pipe (closed on
+exec, so the command never holds it) and exits with ``LAUNCH_FAILED_STATUS`` (in the
+spawning thread: raises :class:`LaunchFailed` with that text), which the caller reports
+as a sandbox failure.
 
 Each overlay is mounted from inside its staging folder, with the store folder first
 bound at ``lower`` there, so its options name only ``lower``, ``upper`` and ``work``:
@@ -34,9 +35,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import json
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 #: Exit status and stderr marker of a failed sandbox launch (not the command's own).
@@ -57,9 +61,7 @@ _VOLATILE_MARKER = (
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
-_MS_BIND = 0x1000
 _MS_REC = 0x4000
-_MS_PRIVATE = 1 << 18
 _MS_SLAVE = 1 << 19
 
 _Syscall = Callable[..., int]
@@ -82,11 +84,6 @@ def _libc() -> tuple[_Syscall, _Syscall, _Syscall]:
     setns.argtypes = [ctypes.c_int, ctypes.c_int]
     setns.restype = ctypes.c_int
     return unshare, mount, setns
-
-
-@functools.cache
-def _reasons() -> dict[int, bytes]:
-    return {code: os.strerror(code).encode() + b"\n" for code in range(1, 134)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,68 +122,31 @@ def _clear_volatile_marker(staging: int | None = None) -> None:
                 os.rmdir(path, dir_fd=staging)
 
 
-class OverlayNamespace:
-    """A ``preexec_fn``: enter a user and mount namespace, mount the overlays."""
+_LAUNCHER = Path(__file__).with_name("_userns_launch.py")
 
-    def __init__(
-        self, overlays: tuple[Overlay, ...], report_fd: int = 2, *, idmapped: bool = False
-    ) -> None:
-        if idmapped:
-            raise LaunchFailed(
-                f"{LAUNCH_FAILED_MARKER}: an idmapped overlay needs the spawner's own mount "
-                "namespace (CAP_SYS_ADMIN)"
-            )
-        self._report_fd = report_fd
-        self._unshare, self._mount, _ = _libc()
-        self._files = (
-            (b"/proc/self/setgroups", b"deny"),
-            (b"/proc/self/uid_map", b"0 %d 1" % os.geteuid()),
-            (b"/proc/self/gid_map", b"0 %d 1" % os.getegid()),
+
+def overlay_launcher(
+    overlays: tuple[Overlay, ...], report_fd: int, argv: list[str], *, idmapped: bool = False
+) -> list[str]:
+    """``argv`` behind the launcher that first enters a user and mount namespace and
+    mounts ``overlays`` (:mod:`._userns_launch`), an exec'd program rather than a
+    ``preexec_fn``: a pre-exec step runs every at-fork hook the worker's libraries
+    registered, and one that starts a thread leaves a child that cannot make a user
+    namespace. ``report_fd`` must reach the launcher (it closes it on its exec)."""
+    if idmapped:
+        raise LaunchFailed(
+            f"{LAUNCH_FAILED_MARKER}: an idmapped overlay needs the spawner's own mount "
+            "namespace (CAP_SYS_ADMIN)"
         )
-        self._overlays = _encoded(overlays)
-        prefix = LAUNCH_FAILED_MARKER.encode()
-        self._unshare_failed = prefix + b": user and mount namespace: "
-        self._map_failed = prefix + b": user namespace id map: "
-        self._private_failed = prefix + b": private mounts: "
-        self._unexpected = prefix + b": namespace setup: unexpected error\n"
-        self._reasons = _reasons()
-        self._unknown = b"unknown error\n"
-
-    def __call__(self) -> None:
-        try:
-            self._setup()
-        except BaseException:
-            self._fail(self._unexpected, 0)
-
-    def _setup(self) -> None:
-        if self._unshare(_CLONE_NEWUSER | _CLONE_NEWNS) != 0:
-            self._fail(self._unshare_failed, ctypes.get_errno())
-        for path, data in self._files:
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-                try:
-                    os.write(fd, data)
-                finally:
-                    os.close(fd)
-            except OSError as err:
-                self._fail(self._map_failed, err.errno or 0)
-        if self._mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
-            self._fail(self._private_failed, ctypes.get_errno())
-        for overlay in self._overlays:
-            try:
-                os.chdir(overlay.staging)
-            except OSError as err:
-                self._fail(overlay.failed, err.errno or 0)
-            if self._mount(overlay.source, b"lower", None, _MS_BIND, None) != 0:
-                self._fail(overlay.failed, ctypes.get_errno())
-            _clear_volatile_marker()
-            if self._mount(b"lw-overlay", b"merged", b"overlay", 0, overlay.options) != 0:
-                self._fail(overlay.failed, ctypes.get_errno())
-        os.chdir(b"/")
-
-    def _fail(self, message: bytes, code: int) -> None:
-        reason = self._reasons.get(code, self._unknown) if code else b""
-        try:
-            os.write(self._report_fd, message + reason)
-        finally:
-            os._exit(LAUNCH_FAILED_STATUS)
+    spec = {
+        "report": report_fd,
+        "marker": LAUNCH_FAILED_MARKER,
+        "uid": os.geteuid(),
+        "gid": os.getegid(),
+        "overlays": [
+            [os.fsdecode(o.staging), os.fsdecode(o.source), os.fsdecode(o.options),
+             o.failed.decode("utf-8", "backslashreplace")]
+            for o in _encoded(overlays)
+        ],
+    }  # fmt: skip
+    return [sys.executable, "-I", "-S", str(_LAUNCHER), json.dumps(spec), "--", *argv]

@@ -195,6 +195,7 @@ class Facts:
         stopped = getattr(result, "stopped", None)
         if isinstance(stopped, str) and stopped:
             attributes["lw.bash.stopped"] = stopped[:200]
+        self._network(getattr(result, "network", None))
         if isinstance(rejection, str) and rejection:
             reason = reason_of(rejection)
             attributes["lw.bash.rejection"] = reason
@@ -228,6 +229,34 @@ class Facts:
                     store_kind=store_of(str(line).split(":", 1)[0]),
                     reason=refusal,
                 )
+
+    def _network(self, network: object) -> None:
+        """A command's use of the egress proxy (agents with a network policy)."""
+        if network is None:
+            return
+        counts = {
+            name: _number(getattr(network, name, None)) or 0
+            for name in ("attempts", "allowed", "refused", "bytes_sent", "bytes_received")
+        }
+        for name, value in counts.items():
+            self.attributes[f"lw.bash.network.{name}"] = value
+        hosts = getattr(network, "hosts", ()) or ()
+        if hosts:
+            self.attributes["lw.bash.network.hosts"] = [str(h) for h in hosts]
+        for decision in ("allowed", "refused"):
+            self.count(
+                "lw_egress_connections",
+                "connection attempts of commands through the egress proxy",
+                counts[decision],
+                decision=decision,
+            )
+        for direction, name in (("sent", "bytes_sent"), ("received", "bytes_received")):
+            self.count(
+                "lw_egress_bytes",
+                "bytes through the egress proxy",
+                counts[name],
+                direction=direction,
+            )
 
     def _model(self, result: object) -> None:
         calls = getattr(result, "tool_calls", None) or []

@@ -8,9 +8,10 @@ definition, workflow id) and per activity (see :mod:`._facts`).
 ``tracing=True`` exports with the standard OpenTelemetry environment variables
 (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``,
 ``OTEL_EXPORTER_OTLP_HEADERS``, ``OTEL_EXPORTER_OTLP_PROTOCOL``, ``OTEL_SERVICE_NAME``,
-``OTEL_TRACES_EXPORTER``, ``OTEL_SDK_DISABLED``), or uses the application's own SDK
-tracer provider when one is already set globally (else it sets its own globally). A
-``TracerProvider`` is used as given.
+``OTEL_TRACES_EXPORTER``, ``OTEL_SDK_DISABLED``; with none set, OTLP/HTTP to
+``http://localhost:4318/v1/traces``, quiet while no collector listens there: see
+:mod:`._export`), or uses the application's own SDK tracer provider when one is already
+set globally (else it sets its own globally). A ``TracerProvider`` is used as given.
 """
 
 from __future__ import annotations
@@ -25,11 +26,7 @@ try:
     from opentelemetry.context import Context
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import (
-        BatchSpanProcessor,
-        ConsoleSpanExporter,
-        SpanExporter,
-    )
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.trace import Link, Span, SpanKind, Tracer
     from opentelemetry.util.types import Attributes
     from temporalio.contrib.opentelemetry import TracingInterceptor
@@ -48,39 +45,12 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
+from ._export import span_exporter
 from ._facts import workflow_attributes
 from ._interceptor import TelemetryInterceptor
 
 TRACER_NAME = "lw_temporal"
 SERVICE_NAME = "lw-temporal"
-
-
-def _exporter() -> SpanExporter | None:
-    """The span exporter the standard environment variables ask for."""
-    kind = os.environ.get("OTEL_TRACES_EXPORTER", "otlp").split(",")[0].strip().lower()
-    if kind == "none":
-        return None
-    if kind == "console":
-        return ConsoleSpanExporter()
-    protocol = os.environ.get(
-        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "")
-    )
-    try:
-        if protocol.strip().lower() == "grpc":
-            import importlib
-
-            grpc = importlib.import_module("opentelemetry.exporter.otlp.proto.grpc.trace_exporter")
-            exporter: SpanExporter = grpc.OTLPSpanExporter()
-            return exporter
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-        return OTLPSpanExporter()
-    except ImportError as err:
-        raise ImportError(
-            f"OTLP export ({protocol or 'http/protobuf'}) needs its exporter package: "
-            "pip install 'lw-temporal[otel]' (http/protobuf), or "
-            f"opentelemetry-exporter-otlp-proto-grpc for grpc ({err})"
-        ) from err
 
 
 def default_tracer_provider() -> TracerProvider | None:
@@ -96,7 +66,7 @@ def default_tracer_provider() -> TracerProvider | None:
     )
     resource = Resource.create({} if named else {"service.name": SERVICE_NAME})
     provider = TracerProvider(resource=resource)
-    exporter = _exporter()
+    exporter = span_exporter()
     if exporter is not None:
         provider.add_span_processor(BatchSpanProcessor(exporter))
     # Global, so spans of instrumented libraries (HTTP clients of the model SDKs) and

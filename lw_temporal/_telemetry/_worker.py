@@ -50,8 +50,6 @@ def worker_runtime(args: argparse.Namespace) -> Runtime | None:
     """A runtime serving Prometheus metrics on ``--metrics-port``, or None for the default."""
     if args.metrics_port is None:
         return None
-    if not 0 < args.metrics_port < 65536:
-        raise SystemExit(f"lw-temporal worker: --metrics-port {args.metrics_port} is not a port")
     return Runtime(
         telemetry=TelemetryConfig(
             metrics=PrometheusConfig(bind_address=f"{args.metrics_host}:{args.metrics_port}")

@@ -1,0 +1,92 @@
+"""Addresses the egress proxy never connects to, whatever a name resolves to.
+
+Checked after resolution, on the very address the proxy then connects to (it never
+resolves twice), so a name that answers a public address to one lookup and a
+private one to the next (DNS rebinding) cannot reach the inside. Standard library
+only (the proxy's process imports it).
+
+Refused: the unspecified addresses (``connect`` to ``0.0.0.0`` reaches the host's
+own loopback on Linux), loopback, private (RFC 1918, ULA ``fc00::/7``), link-local,
+shared address space (CGNAT ``100.64.0.0/10``), multicast, reserved and every other
+range IANA lists as not globally reachable, and the cloud providers' metadata and
+platform addresses (``169.254.169.254``, ``fd00:ec2::254``, Azure's public
+``168.63.129.16``...). An IPv6 address that carries an IPv4 one (mapped, 6to4,
+Teredo, NAT64) is judged by the IPv4 address it reaches too.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+_Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+#: Cloud metadata and platform endpoints (AWS, GCP, Azure, Oracle, Alibaba, ECS).
+METADATA = frozenset(
+    ipaddress.ip_address(a)
+    for a in (
+        "169.254.169.254",
+        "169.254.169.253",
+        "169.254.170.2",
+        "169.254.169.123",
+        "168.63.129.16",
+        "192.0.0.192",
+        "100.100.100.200",
+        "fd00:ec2::254",
+        "fd00:ec2::23",
+        "fd00:ec2::123",
+    )
+)
+_SHARED = ipaddress.ip_network("100.64.0.0/10")
+#: RFC 1918 and unique local addresses (the rest of what is not global is named so).
+_PRIVATE = tuple(
+    ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7")
+)
+_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+
+
+def _embedded(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one leads to, if it carries one."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]
+    if any(ip in net for net in _NAT64):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
+def refusal(ip: _Address) -> str | None:
+    """Why the proxy never connects to ``ip``, or None when it may."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        inner = _embedded(ip)
+        if inner is not None:
+            why = refusal(inner)
+            if why is not None:
+                return f"{why}, carried in an IPv6 address"
+    if ip in METADATA:
+        return "a cloud metadata address"
+    if ip.is_unspecified:
+        return "the unspecified address, which reaches this host"
+    if ip.is_loopback:
+        return "loopback"
+    if ip.is_link_local:
+        return "link-local"
+    if ip.is_multicast:
+        return "multicast"
+    if isinstance(ip, ipaddress.IPv4Address) and ip in _SHARED:
+        return "shared address space (CGNAT)"
+    if any(ip in net for net in _PRIVATE if net.version == ip.version):
+        return "private"
+    if ip.is_private or ip.is_reserved or not ip.is_global:
+        return "not globally reachable (a special-purpose range)"
+    return None
+
+
+def loopback_only(ip: _Address) -> bool:
+    """Whether ``ip`` is refused for being loopback alone (what the test resolver
+    override may allow, for the name it maps there)."""
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback

@@ -1,0 +1,271 @@
+"""One connection through the proxy: its audit record, its refusals, its relaying.
+
+Both directions run at once; the first failure of either (a refusal, the command's
+byte limit, a peer gone) ends both. A tunnel carries TLS whose server name is the
+tunnel's host; a forwarded request carries its own body and nothing after it.
+Standard library only (the proxy's process imports it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _http, _tls
+from ._audit import now
+from ._patterns import Host, HostRule, PatternError, parse_rule, request_host
+from ._stream import Stream
+
+_CHUNK = 256 * 1024
+
+
+class Refused(Exception):
+    """A connection the proxy will not make: status, and the text the client gets."""
+
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(text)
+        self.status = status
+        self.text = text
+
+
+class LimitReached(Exception):
+    """The command used up its network bytes."""
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """What the worker tells the proxy about one command."""
+
+    session: str
+    workflow_id: str
+    run_id: str
+    command: str
+    rules: tuple[HostRule, ...]
+    log_path: str
+    resolve: dict[str, str] = field(default_factory=dict)
+    max_connections: int = 256
+    max_bytes: int = 1 << 30
+    max_seconds: float = 600.0
+    max_log_lines: int = 1000
+    head_timeout: float = 30.0
+    connect_timeout: float = 15.0
+
+    @classmethod
+    def from_message(cls, message: dict[str, Any]) -> SessionConfig:
+        limits = message.get("limits", {})
+        return cls(
+            session=str(message["session"]),
+            workflow_id=str(message["workflow_id"]),
+            run_id=str(message.get("run_id", "")),
+            command=str(message["command"]),
+            rules=tuple(parse_rule(p) for p in message["allow"]),
+            log_path=str(message["log_path"]),
+            resolve={str(k): str(v) for k, v in message.get("resolve", {}).items()},
+            **{k: limits[k] for k in limits},
+        )
+
+
+@dataclass
+class Attempt:
+    """One connection attempt, as its audit line records it."""
+
+    kind: str = "http"
+    host: str = ""
+    port: int = 0
+    address: str = ""
+    decision: str = "refused"
+    reason: str = ""
+    rule: str = ""
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def record(self, config: SessionConfig) -> dict[str, Any]:
+        return {
+            "time": now(),
+            "workflow_id": config.workflow_id,
+            "run_id": config.run_id,
+            "command": config.command,
+            "kind": self.kind,
+            "host": self.host,
+            "port": self.port,
+            "address": self.address,
+            "decision": self.decision,
+            "reason": self.reason,
+            "rule": self.rule,
+            "bytes_sent": self.bytes_sent,
+            "bytes_received": self.bytes_received,
+            "seconds": round(time.monotonic() - self.started, 4),
+        }
+
+
+def _shown(text: str) -> str:
+    """A host as a client wrote it, safe for a log and a terminal (escaped, capped)."""
+    return text.encode("ascii", "backslashreplace").decode()[:255].replace("\n", "\\n")
+
+
+class Relay:
+    """The relaying half of a :class:`Session` (which holds the limits and counts)."""
+
+    config: SessionConfig
+    bytes_sent: int
+    bytes_received: int
+
+    def _refuse(self, attempt: Attempt, text: str) -> None:
+        raise NotImplementedError
+
+    def _bytes_limit(self) -> str:
+        return f"the command's network limit of {self.config.max_bytes} bytes is reached"
+
+    def _room(self, size: int) -> int:
+        """How many of ``size`` bytes may go now: at the command's byte limit,
+        :class:`LimitReached`."""
+        room = self.config.max_bytes - self.bytes_sent - self.bytes_received
+        if room <= 0:
+            raise LimitReached
+        return min(size, room)
+
+    def _count(self, attempt: Attempt, size: int, *, received: bool) -> None:
+        if received:
+            attempt.bytes_received += size
+            self.bytes_received += size
+        else:
+            attempt.bytes_sent += size
+            self.bytes_sent += size
+
+    async def _send(self, attempt: Attempt, sink: Stream, data: bytes, *, received: bool) -> None:
+        """``data`` on, counted (cut at the byte limit, then :class:`LimitReached`)."""
+        allowed = self._room(len(data)) if data else 0
+        await sink.write(data[:allowed])
+        self._count(attempt, allowed, received=received)
+        if allowed < len(data):
+            raise LimitReached
+
+    def _mover(self, attempt: Attempt, *, received: bool) -> _Meter:
+        return _Meter(self, attempt, received)
+
+    async def _tunnel(self, attempt: Attempt, host: Host, client: Stream, upstream: Stream) -> None:
+        """Both directions until both ended (half-closes passed on); the first
+        failure of either ends both."""
+
+        async def up() -> None:
+            first = await client.read(_CHUNK)
+            if first:
+                first = await self._hello(attempt, host, client, first)
+                await self._send(attempt, upstream, first, received=False)
+                await client.splice_to(upstream, self._mover(attempt, received=False))
+            upstream.end()
+
+        async def down() -> None:
+            await upstream.splice_to(client, self._mover(attempt, received=True))
+            client.end()
+
+        await _together(up(), down(), until_both=True)
+
+    async def _hello(self, attempt: Attempt, host: Host, client: Stream, data: bytes) -> bytes:
+        """The whole ClientHello, once its server name is the CONNECT host. A tunnel
+        carries TLS: in plain text a client could name another host to the server
+        (a ``Host`` header the proxy would not see), so anything else is refused."""
+        try:
+            while (size := _tls.hello_length(data)) is None:
+                more = await asyncio.wait_for(client.read(_CHUNK), self.config.head_timeout)
+                if not more:
+                    raise _tls.NotTLS("the client stopped inside its ClientHello")
+                data += more
+            name = _tls.server_name(data[:size])
+        except (_tls.NotTLS, TimeoutError):
+            self._refuse(
+                attempt,
+                f"the tunnel to {host}:{attempt.port} does not carry TLS: tunnels are for "
+                "TLS (send plain http:// requests to the proxy as they are)",
+            )
+            raise OSError("not TLS") from None
+        except ValueError as err:
+            self._refuse(attempt, f"TLS to {host}: the ClientHello cannot be read ({err})")
+            raise OSError("bad ClientHello") from None
+        if name is not None:
+            try:
+                same = request_host(name) == host
+            except PatternError:
+                same = False
+            if not same:
+                self._refuse(
+                    attempt,
+                    f"TLS to {host}:{attempt.port} asks for {_shown(name)} (its SNI): a tunnel "
+                    "is for the name it was allowed as",
+                )
+                raise OSError("SNI mismatch")
+        return data
+
+    async def _forward(
+        self, attempt: Attempt, head: _http.Head, client: Stream, upstream: Stream
+    ) -> None:
+        """The request's own body on (``Content-Length`` bytes, none without a length,
+        what comes for a chunked one: a client cannot slip a second request, for
+        another host, past the first's check), and the response back with
+        ``Connection: close``; done when the response is."""
+
+        async def up() -> None:
+            length = _http.body_length(head)
+            if length != 0:
+                await client.splice_to(upstream, self._mover(attempt, received=False), length)
+
+        async def down() -> None:
+            while True:
+                try:
+                    data = await upstream.readuntil(b"\r\n\r\n", _http.MAX_HEAD)
+                except ValueError:
+                    raise Refused(502, "the server's response head is too long") from None
+                except EOFError:
+                    raise Refused(502, "the server closed without an answer") from None
+                try:
+                    response = _http.parse_head(data)
+                except _http.BadRequest:
+                    raise Refused(502, "the server's response cannot be read") from None
+                status = response.first[1]
+                if not (status.startswith("1") and status != "101"):
+                    break
+                await self._send(attempt, client, data, received=True)
+            await self._send(attempt, client, _http.closing_response(response), received=True)
+            await upstream.splice_to(client, self._mover(attempt, received=True))
+            client.end()
+
+        await _together(up(), down(), until_both=False)
+
+
+@dataclass
+class _Meter:
+    """One direction of one connection, counted against its session's limit."""
+
+    relay: Relay
+    attempt: Attempt
+    received: bool
+
+    def room(self, size: int) -> int:
+        return self.relay._room(size)
+
+    def add(self, size: int) -> None:
+        self.relay._count(self.attempt, size, received=self.received)
+
+
+async def _together(
+    up: Coroutine[Any, Any, None], down: Coroutine[Any, Any, None], *, until_both: bool
+) -> None:
+    """Both directions of a connection: a failure of either ends both (raised); one
+    ending normally waits for the other (``until_both``), or, once ``down`` ended,
+    ends ``up`` too."""
+    tasks = {"up": asyncio.ensure_future(up), "down": asyncio.ensure_future(down)}
+    try:
+        pending = set(tasks.values())
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()  # a failure ends both
+            if not until_both and tasks["down"].done():
+                return
+    finally:
+        for task in tasks.values():
+            task.cancel()

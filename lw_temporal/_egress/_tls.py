@@ -1,0 +1,99 @@
+"""The server name a TLS ClientHello asks for (SNI), read without a TLS library.
+
+A CONNECT tunnel is allowed by its host name; a client that then asks the server
+for another name (a CDN or a shared front end serving many names on one address:
+"domain fronting") is refused. The ClientHello is the first thing a TLS client
+sends, in the clear; this module collects it across records (bounded) and reads the
+``server_name`` extension. Standard library only (the proxy's process imports it).
+"""
+
+from __future__ import annotations
+
+import struct
+
+#: The most bytes of handshake the proxy collects to find the name.
+MAX_HELLO = 64 * 1024
+_HANDSHAKE, _CLIENT_HELLO, _SERVER_NAME, _HOST_NAME = 0x16, 0x01, 0x0000, 0x00
+
+
+class NotTLS(ValueError):
+    """The bytes are not the start of a TLS handshake (the tunnel carries another
+    protocol: nothing to check)."""
+
+
+def looks_like_tls(data: bytes) -> bool:
+    return len(data) >= 1 and data[0] == _HANDSHAKE
+
+
+def hello_length(data: bytes) -> int | None:
+    """How many bytes of records hold the whole ClientHello, once ``data`` says so
+    (None: read more). :class:`NotTLS` when ``data`` is not a handshake."""
+    handshake = b""
+    offset = 0
+    while offset + 5 <= len(data):
+        kind, _, length = struct.unpack_from("!BHH", data, offset)
+        length = int(length)
+        if kind != _HANDSHAKE:
+            raise NotTLS("not a TLS handshake record")
+        if offset + 5 + length > len(data):
+            return None
+        handshake += data[offset + 5 : offset + 5 + length]
+        offset += 5 + length
+        if len(handshake) >= 4:
+            if handshake[0] != _CLIENT_HELLO:
+                raise NotTLS("the first handshake message is not a ClientHello")
+            needed = 4 + int.from_bytes(handshake[1:4], "big")
+            if needed > MAX_HELLO:
+                raise NotTLS("the ClientHello is larger than the proxy reads")
+            if len(handshake) >= needed:
+                return int(offset)
+    if offset > MAX_HELLO:
+        raise NotTLS("no ClientHello within the bytes the proxy reads")
+    return None
+
+
+def server_name(records: bytes) -> str | None:
+    """The host name of the ``server_name`` extension of the ClientHello in
+    ``records`` (as :func:`hello_length` measured them), None when it has none.
+    ``ValueError`` for a malformed hello."""
+    handshake = b""
+    offset = 0
+    while offset + 5 <= len(records):
+        _, _, length = struct.unpack_from("!BHH", records, offset)
+        handshake += records[offset + 5 : offset + 5 + length]
+        offset += 5 + length
+    body = handshake[4 : 4 + int.from_bytes(handshake[1:4], "big")]
+    try:
+        at = 2 + 32  # version, random
+        at += 1 + body[at]  # session id
+        at += 2 + int.from_bytes(body[at : at + 2], "big")  # cipher suites
+        at += 1 + body[at]  # compression methods
+        if at >= len(body):
+            return None  # no extensions
+        end = at + 2 + int.from_bytes(body[at : at + 2], "big")
+        at += 2
+        if end > len(body):
+            raise ValueError("the extensions run past the ClientHello")
+        while at + 4 <= end:
+            kind, size = struct.unpack_from("!HH", body, at)
+            at += 4
+            if kind == _SERVER_NAME:
+                return _host_name(body[at : at + size])
+            at += size
+    except IndexError:
+        raise ValueError("the ClientHello is cut short") from None
+    return None
+
+
+def _host_name(extension: bytes) -> str | None:
+    at = 2  # the list's length
+    while at + 3 <= len(extension):
+        kind, size = extension[at], int.from_bytes(extension[at + 1 : at + 3], "big")
+        at += 3
+        if kind == _HOST_NAME:
+            name = extension[at : at + size]
+            if len(name) != size:
+                raise ValueError("the server name is cut short")
+            return name.decode("ascii", "replace")
+        at += size
+    return None
