@@ -39,7 +39,7 @@ def _topology_failure(err: BaseException) -> ApplicationError | None:
 
 
 def _flags(disk: DataLayout) -> list[str]:
-    return ["--data-dir", str(disk.root), "--plaintext-payloads"]
+    return ["--data-dir", str(disk.root), "--create", "--plaintext-payloads"]
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:
