@@ -40,7 +40,7 @@ from ._approvals._bashview import bash_view
 from ._bash_models import BashRequest as BashRequest
 from ._bash_models import BashResult as BashResult
 from ._bash_models import MemoryChange as MemoryChange
-from ._changes import CommitOutcome, Committer, StoreChange
+from ._changes import CommandTaint, CommitOutcome, Committer, StoreChange
 from ._config import LwConfig
 from ._egress import (
     PROXY_HOST,
@@ -133,6 +133,9 @@ class BashActivities:
             ``64000``); a non-root worker runs them as itself.
         sandbox_gid: host gid likewise (default ``64000``).
         egress: the egress proxy's per-command limits (agents with a network policy).
+        taint: the memory side's taint rules (what a command's view and network use
+            make of its run, and the held view of a tainted run's stores); ``None``:
+            commands taint nothing.
     """
 
     def __init__(
@@ -150,8 +153,10 @@ class BashActivities:
         sandbox_uid: int | None = None,
         sandbox_gid: int | None = None,
         egress: ProxyLimits | None = None,
+        taint: CommandTaint | None = None,
     ) -> None:
         self.config = config
+        self.taint = taint
         self.sandbox = sandbox
         self.output_cap = output_cap
         self.saved_output_cap = saved_output_cap
@@ -250,7 +255,8 @@ class BashActivities:
         scope = self._scopes.get(key)
         if scope is None:
             # A store an approval rule guards is read-only to bash (_approvals._bashview).
-            scope = bash_view(self.config.activity_scope())
+            scope = bash_view(self.config.caller_scope())
+            self.config.settle(scope)
             if len(self._scopes) >= 1024:
                 self._scopes.clear()
             self._scopes[key] = scope
@@ -263,6 +269,8 @@ class BashActivities:
         # a dict lookup, with no thread to wake.
         info = activity.info()
         scope = self._scopes.get((info.workflow_id or "", info.workflow_type or ""))
+        # The server confirms the caller once per run (a dict lookup afterwards).
+        await self.config.callers.verify((scope or self.config.caller_scope()).agent_id)
         if scope is None:
             scope = await _beating(lambda: _heartbeat(0, 0), self._scope)
         safe_id = "".join(c if c.isalnum() or c in "._-" else "_" for c in info.activity_id)
@@ -295,8 +303,11 @@ class BashActivities:
                 sandbox=self._backend.guarantees if self._backend else self.sandbox,
             )
         backend = await self.ready_backend()
+        if self.taint is not None:
+            self.taint.before_command(scope)  # a few stat calls: what the view holds
         timeout = min(request.timeout_seconds or self.default_timeout, self.max_timeout)
         staged: list[tuple[Mount, Path]] = []
+        held: list[str] = []
         spec: SandboxSpec | None = None
         network = await self._network(scope, backend, tag, run_id)
         use: NetworkUse | None = None
@@ -310,6 +321,8 @@ class BashActivities:
                 self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stderr", self.user
             )
             live = None if heartbeat is None else _with_tails(heartbeat, stdout, stderr)
+            if network is not None and self.taint is not None:
+                self.taint.network_begins(scope)  # counts until the session says
             try:
                 outcome = await run_sandboxed(backend, spec, stdout, stderr, heartbeat=live)
             except SandboxUnavailable as err:
@@ -324,6 +337,9 @@ class BashActivities:
                     f"workflow {scope.workflow_id}: the sandbox could not be set up: "
                     f"{outcome.launch_failed}",
                 )
+            if network is not None:  # its processes are gone: what did it read?
+                use, network = await self.egress.end(network), None
+                self._network_taint(scope, use)
             changes: list[MemoryChange] = []
             refused: list[str] = []
             if staged and outcome.timed_out:
@@ -332,10 +348,11 @@ class BashActivities:
                 refused.append("memory changes discarded: the command was stopped at a quota")
             elif any(staging_changed(folder) for _, folder in staged):
                 beat = None if heartbeat is None else lambda: heartbeat(stdout.total, stderr.total)
-                changes, refused = await _beating(beat, self._commit, scope, staged)
+                changes, refused = await _beating(beat, self._commit, scope, staged, held)
         finally:
-            if network is not None:
+            if network is not None:  # cancelled or failed: what it read still counts
                 use = await self.egress.end(network)
+                self._network_taint(scope, use)
             await self._release(staged, spec.private_dir if spec is not None else None, heartbeat)
         text_out = backend.present(spec, decode_output(bytes(stdout.head)))
         raw_err = decode_output(head_err)
@@ -356,6 +373,7 @@ class BashActivities:
             outcome.stopped,
             withheld,
             hint,
+            _held_note(held),
         ]
         return BashResult(
             exit_code=TIMEOUT_EXIT_CODE if outcome.timed_out else outcome.exit_code,
@@ -381,6 +399,17 @@ class BashActivities:
             hint=hint,
             network=use,
         )
+
+    def _network_taint(self, scope: Scope, use: NetworkUse) -> None:
+        """A command that got network responses taints its run before its memory
+        changes commit (so they are held); when the proxy could not say what the
+        command read, the mark :meth:`TaintGate.network_begins` left stands, and the
+        run counts tainted."""
+        if self.taint is None:
+            return
+        if use.bytes_received == 0 and use.proxy_error is not None:
+            return
+        self.taint.after_network(scope, use.hosts, use.bytes_received)
 
     async def _network(
         self, scope: Scope, backend: Backend, tag: str, run_id: str
@@ -480,15 +509,21 @@ class BashActivities:
         if mount.store is not None and mount.writable and not overlay:
             return SandboxMount(source, mount.virtual, Mode.RO)
         if mount.store is not None and mount.writable:
-            folder = self._staging(scope)
+            # A tainted run's writes to this store are held: its overlay starts from
+            # them, in a staging folder of its own (a reused one may be mounted).
+            held = self.taint is not None and self.taint.holds(scope, mount)
+            folder = self._staging(scope, fresh=held)
+            if held and self.taint is not None:
+                self.taint.populate(scope, mount, folder / "upper", self.user)
             staged.append((mount, folder))
             return SandboxMount(source, mount.virtual, Mode.RW, folder)
         return SandboxMount(source, mount.virtual, mount.mode)
 
-    def _staging(self, scope: Scope) -> Path:
-        """An empty staging folder set: an idle one of this data dir, or a new one."""
+    def _staging(self, scope: Scope, *, fresh: bool = False) -> Path:
+        """An empty staging folder set: an idle one of this data dir (unless
+        ``fresh``), or a new one."""
         root = staging_root(scope.layout.local_state / "staging", self.user, self.claim().owner)
-        idle = self._idle_staging.get(threading.get_ident())
+        idle = None if fresh else self._idle_staging.get(threading.get_ident())
         while idle:
             folder = idle.pop()
             if folder.parent == root and not staging_changed(folder):
@@ -503,10 +538,11 @@ class BashActivities:
         return folder
 
     def _commit(
-        self, scope: Scope, staged: list[tuple[Mount, Path]]
+        self, scope: Scope, staged: list[tuple[Mount, Path]], held: list[str]
     ) -> tuple[list[MemoryChange], list[str]]:
-        """Capture every overlay, then commit each store's changes; a capture that
-        blocks (a hostile name or shape) keeps nothing of the command."""
+        """Capture every overlay, then commit each store's changes (``held`` gets the
+        mounts whose changes went to the run's quarantine); a capture that blocks (a
+        hostile name or shape) keeps nothing of the command."""
         captured = [
             (mount, *collect_changes(folder / "upper", mount.real, self.capture_limits))
             for mount, folder in staged
@@ -536,6 +572,8 @@ class BashActivities:
                 )
                 for c in outcome.applied
             ]
+            if outcome.held and outcome.applied:
+                held.append(str(mount.virtual))
             refused += [_refusal(mount, path, reason) for path, reason in outcome.refused]
         return changes, refused
 
@@ -548,6 +586,16 @@ _IDLE_STAGING_MAX = 16
 MAX_LISTED_CHANGES = 100
 #: The last refusal of a command whose memory changes were all discarded at capture.
 DISCARDED = "memory changes discarded: nothing of this command's memory changes was kept"
+
+
+def _held_note(mounts: list[str]) -> str | None:
+    if not mounts:
+        return None
+    return (
+        f"memory changes to {', '.join(f'{m}/' for m in mounts)} are held in quarantine: "
+        "this run read untrusted input, so its changes to shared memory wait for a "
+        "person's release (this run sees them, other runs do not yet)"
+    )
 
 
 def _refusal(mount: Mount, path: str, reason: str) -> str:

@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
-from ._scope import Scope, StoreRef
+from ._scope import Mount, Scope, StoreRef
+
+if TYPE_CHECKING:
+    from ._sandbox import SandboxUser
 
 ChangeKind = Literal["write", "delete", "mkdir"]
 
@@ -37,6 +40,27 @@ class CommitOutcome:
 
     applied: Sequence[StoreChange]
     refused: Sequence[tuple[str, str]]
+    #: Kept in the writing run's quarantine, not the store (the run is tainted).
+    held: bool = False
+
+
+class CommandTaint(Protocol):
+    """What ``lw.bash`` asks the memory side about taint (``_memory._gate.TaintGate``):
+    whether a command's view makes its run tainted, whether its writes to a mount are
+    held (then its overlay starts from the run's held changes), and what its network
+    use makes of the run."""
+
+    def before_command(self, scope: Scope) -> None: ...
+
+    def holds(self, scope: Scope, mount: Mount) -> bool: ...
+
+    def populate(
+        self, scope: Scope, mount: Mount, upper: Path, user: SandboxUser | None
+    ) -> None: ...
+
+    def network_begins(self, scope: Scope) -> None: ...
+
+    def after_network(self, scope: Scope, hosts: Sequence[str], received: int) -> None: ...
 
 
 class Committer(Protocol):

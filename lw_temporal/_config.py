@@ -14,6 +14,7 @@ from pathlib import Path
 
 from temporalio import activity
 
+from ._callers import CallerCheck
 from ._definitions import DefinitionRegistry, WorkflowDefinition
 from ._errors import INVALID_WORKFLOW_ID, UNKNOWN_DEFINITION, lw_error
 from ._ids import DataLayout, InvalidWorkflowId
@@ -31,6 +32,12 @@ class LwConfig:
     _scopes: dict[tuple[str, str], Scope] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    #: Who may call this worker's activities (the server's word on each run).
+    callers: CallerCheck = field(default=None, compare=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.callers is None:
+            object.__setattr__(self, "callers", CallerCheck(self.layout, self.topology.host))
 
     @classmethod
     def create(
@@ -79,21 +86,38 @@ class LwConfig:
         self._scopes[(workflow_id, workflow_type)] = scope
         return scope
 
-    def activity_scope(self) -> Scope:
-        """The calling activity's scope: from ``activity.info()`` only, never arguments;
-        it first checks that this worker holds the run's scratch (see
-        :meth:`Topology.check_placement`)."""
+    def caller_scope(self) -> Scope:
+        """The calling activity's scope as ``activity.info()`` claims it (not yet
+        confirmed by the server: see :meth:`activity_scope`)."""
         info = activity.info()
         if not info.workflow_id or not info.workflow_type:
             raise lw_error(
                 INVALID_WORKFLOW_ID,
                 "lw activities run only inside an lw workflow (no workflow id in activity info)",
             )
-        scope = self.scope_of(info.workflow_id, info.workflow_type)
-        self.topology.check_placement(info.workflow_id, scope.agent_id, local=info.is_local)
+        return self.scope_of(info.workflow_id, info.workflow_type)
+
+    def settle(self, scope: Scope) -> None:
+        """A confirmed caller's first touch of this worker: it checks that this worker
+        holds the run's scratch (a local activity too, by the tree's placement header:
+        a tree cannot split across disks), and the run's manifest is recorded. May block on a
+        store's lock (the manifest): call it in a thread where that matters."""
+        info = activity.info()
+        self.topology.check_placement(scope.workflow_id, scope.agent_id, local=info.is_local)
         from ._memory._manifest import record_manifest  # the run's first touch records it
 
         record_manifest(
-            self.layout, scope, run_id=info.workflow_run_id, workflow_type=info.workflow_type
+            self.layout, scope, run_id=info.workflow_run_id, workflow_type=info.workflow_type or ""
         )
+
+    async def activity_scope(
+        self, *, chain: str | None = None, parent_run: str | None = None
+    ) -> Scope:
+        """The calling activity's scope: from ``activity.info()`` only, never arguments,
+        and only once the caller is confirmed as the run its ID names and its run chain
+        owns the ID (``_callers``; ``chain`` and ``parent_run`` count only for a local
+        activity, whose input its own workflow made on this worker)."""
+        scope = self.caller_scope()
+        await self.callers.verify(scope.agent_id, chain=chain, parent_run=parent_run)
+        self.settle(scope)
         return scope

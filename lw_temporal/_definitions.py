@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
@@ -21,7 +22,20 @@ from ._egress._policy import NetworkPolicy
 from ._ids import DREAMING_DEFINITION_ID, check_definition_id
 
 Access = Literal["rw", "ro", "none"]
+#: A store whose writes by a tainted run wait in quarantine (``MemoryConfig.quarantine``).
+QuarantinedStore = Literal["workflow", "org"]
 _GIT_AUTHOR = re.compile(r"[^<>\n]+ <[^<>\s]+>")
+
+#: Default fan-out bounds of a definition: children a planner starts per turn and per
+#: run, and the turns its whole tree (planner and steps) may take.
+MAX_CHILDREN_PER_TURN = 10
+MAX_CHILDREN = 50
+MAX_TREE_TURNS = 1000
+_DEFAULT_BOUNDS = {
+    "max_children_per_turn": MAX_CHILDREN_PER_TURN,
+    "max_children": MAX_CHILDREN,
+    "max_tree_turns": MAX_TREE_TURNS,
+}
 
 
 def canonical_json(value: Any) -> bytes:
@@ -36,10 +50,14 @@ def sha256_hex(data: bytes) -> str:
 
 
 class AttachSpec(FrozenModel):
-    """A peer workflow whose memory is mounted read-only."""
+    """A peer workflow whose memory is mounted read-only.
+
+    ``untrusted``: what the peer's runs wrote is untrusted input here (a run that reads
+    it is tainted, see the README's taint section). Not part of the definition's hash."""
 
     id: str
     mode: str = "ro"
+    untrusted: bool = Field(default=False, exclude=True)
 
     @field_validator("id")
     @classmethod
@@ -68,6 +86,16 @@ class MemoryConfig(FrozenModel):
     workflow: Access = "rw"
     org: Access = "ro"
     attach: tuple[AttachSpec, ...] = ()
+    #: Paths of the agents' view (``/mnt/memory/org/inbox/``) whose contents are
+    #: untrusted input: a run that reads below one is tainted.
+    untrusted: tuple[str, ...] = Field(default=(), exclude=True, max_length=64)
+    #: The stores whose writes by a tainted run wait in quarantine until released
+    #: (the orchestrator's pipeline writes always do); a store left out takes a tainted
+    #: run's writes at once, marked tainted, and taints every run that reads them.
+    quarantine: tuple[QuarantinedStore, ...] = Field(default=("workflow", "org"), exclude=True)
+    #: The name of a ``QuarantinePolicy`` in ``MemoryOptions(quarantine_policies=...)``
+    #: that decides on held changes as they are held; ``None``: a person decides.
+    release_policy: str | None = Field(default=None, exclude=True)
 
     @field_validator("attach")
     @classmethod
@@ -79,6 +107,28 @@ class MemoryConfig(FrozenModel):
             seen.add(spec.id)
         return value
 
+    @field_validator("untrusted")
+    @classmethod
+    def _untrusted(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(untrusted_prefix(p) for p in value)
+
+
+def untrusted_prefix(path: str) -> str:
+    """A path of the agents' view under ``/mnt/memory/<mount>/``, normalized, or a
+    ValueError saying what one looks like."""
+    given = PurePosixPath(path)
+    if (
+        not path.startswith("/mnt/memory/")
+        or ".." in given.parts
+        or "\x00" in path
+        or len(given.parts) < 4
+    ):
+        raise ValueError(
+            f"untrusted path {path!r} must name a folder or file of the agents' memory "
+            "view, e.g. '/mnt/memory/org/inbox/' or '/mnt/memory/peer-workflows/<id>/'"
+        )
+    return str(given)
+
 
 class MemoryQuota(FrozenModel):
     """Limits of one memory store; a write that would pass them is refused whole."""
@@ -89,9 +139,15 @@ class MemoryQuota(FrozenModel):
 
 
 class WorkflowDefinition(FrozenModel):
-    """One agent workflow: its id, what its agents are told, its memory, which of its
-    agents' actions a person approves first (``approvals``) and, when its agents need
-    hosts on the network, which ones (``network``; none by default).
+    """One agent workflow: its id, what its agents are told, its memory, how far a run
+    of it may go, which of its agents' actions a person approves first (``approvals``)
+    and, when its agents need hosts on the network, which ones (``network``; none by
+    default).
+
+    How far a run may go: turns per agent (``max_turns``), steps a planner starts per
+    turn and per run (``max_children_per_turn``, ``max_children``) and turns of the
+    whole tree, planner and steps (``max_tree_turns``). A model asking for more gets an
+    error result saying which bound it hit.
 
     ``git_author`` (``"Name <email>"``) is who its agents' git commits are by in the
     sandbox (default: the definition and role, ``cr worker <worker@cr.invalid>``); it
@@ -103,6 +159,10 @@ class WorkflowDefinition(FrozenModel):
     memory: MemoryConfig = MemoryConfig()
     quota: MemoryQuota = MemoryQuota()
     max_turns: int = Field(default=24, gt=0, le=10_000)
+    max_children_per_turn: int = Field(default=MAX_CHILDREN_PER_TURN, gt=0, le=1_000)
+    #: At most Temporal's default limit of pending children per workflow (2,000).
+    max_children: int = Field(default=MAX_CHILDREN, gt=0, le=2_000)
+    max_tree_turns: int = Field(default=MAX_TREE_TURNS, gt=0, le=1_000_000)
     approvals: tuple[ApprovalRule, ...] = Field(default=(), max_length=100)
     git_author: str | None = Field(default=None, exclude=True)
     network: NetworkPolicy | None = None
@@ -123,10 +183,14 @@ class WorkflowDefinition(FrozenModel):
 
     @model_serializer(mode="wrap")
     def _without_unset_sections(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """A definition without a network policy or approval rules dumps (and so
-        hashes) as before there were either: its pipeline store keeps its key."""
+        """A definition without a network policy or approval rules, and with the default
+        fan-out bounds, dumps (and so hashes) as before there were any of them: its
+        pipeline store keeps its key."""
         data = handler(self)
         if isinstance(data, dict):
+            for name, default in _DEFAULT_BOUNDS.items():
+                if data.get(name) == default:
+                    data.pop(name)
             if self.network is None:
                 data.pop("network", None)
             if not self.approvals:

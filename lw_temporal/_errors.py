@@ -46,6 +46,12 @@ CONVERSATION_MISSING = "LwConversationMissing"
 WRONG_TOPOLOGY = "LwWrongTopology"
 #: A pinned run's host did not pick up its activity in time (the run fails).
 HOST_LOST = "LwHostLost"
+#: The Temporal server does not confirm the calling workflow: its type, task queue or
+#: parent is not what its workflow ID claims (another worker's workflow, a forged run).
+UNVERIFIED_CALLER = "LwUnverifiedCaller"
+#: The workflow ID already names another run (another continue-as-new chain): its
+#: scratch belongs to that run, so this one must start under a new ID.
+WORKFLOW_ID_TAKEN = "LwWorkflowIdTaken"
 #: A decision on an approval request that cannot apply (unknown or already decided
 #: request, a decider its rule does not accept, a denial without a reason).
 APPROVAL_REFUSED = "LwApprovalRefused"
@@ -76,6 +82,8 @@ NON_RETRYABLE: tuple[str, ...] = (
     CONVERSATION_MISSING,
     WRONG_TOPOLOGY,
     HOST_LOST,
+    UNVERIFIED_CALLER,
+    WORKFLOW_ID_TAKEN,
     APPROVAL_REFUSED,
 )
 

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from ._agent import DEFAULT_CONTEXT_BUDGET, ORCHESTRATOR_MAX_TURNS
-from ._definitions import MemoryQuota
+from ._agent import DEFAULT_CONTEXT_BUDGET, ORCHESTRATOR_MAX_TREE_TURNS, ORCHESTRATOR_MAX_TURNS
+from ._definitions import MAX_CHILDREN, MAX_CHILDREN_PER_TURN, MemoryQuota
 from ._dreaming import DEFAULT_INSTRUCTIONS, Consolidator
 from ._egress import ProxyLimits
 from ._egress._patterns import PatternError, normalise_name
-from ._memory import Embedder
+from ._memory import Embedder, QuarantinePolicy
 from ._privacy import KeyStore
 from ._sandbox import Limits
 from ._scan import Scanner
@@ -63,16 +63,22 @@ class OrchestratorOptions:
     """What the orchestrator is told and how many turns it gets.
 
     The orchestrator has no ``WorkflowDefinition`` (it runs the pipeline of the
-    definitions), so these two fields are its definition, set per worker.
+    definitions), so these fields are its definition, set per worker.
     """
 
     #: Its system instructions; empty uses the built-in pipeline instructions.
     instructions: str = ""
     #: Its turn budget (planners and workers take theirs from their definition).
     max_turns: int = ORCHESTRATOR_MAX_TURNS
+    #: Planner sub-runs it starts per turn and per run, and the turns its whole
+    #: pipeline may take (each planner's tree also within its definition's bound).
+    max_children_per_turn: int = MAX_CHILDREN_PER_TURN
+    max_children: int = MAX_CHILDREN
+    max_tree_turns: int = ORCHESTRATOR_MAX_TREE_TURNS
 
     def __post_init__(self) -> None:
-        _positive("OrchestratorOptions", "max_turns", self.max_turns)
+        for name in ("max_turns", "max_children_per_turn", "max_children", "max_tree_turns"):
+            _positive("OrchestratorOptions", name, getattr(self, name))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,6 +116,10 @@ class MemoryOptions:
     #: Makes ``memory_search`` rank by meaning as well as by words (e.g.
     #: ``lw_temporal.models.OpenAIEmbedder``); ``None`` ranks by words only.
     embedder: Embedder | None = None
+    #: Release policies by name, for definitions naming one in
+    #: ``MemoryConfig(release_policy=...)``: each decides on a tainted run's held
+    #: changes as they are held (``lw_temporal.memory.QuarantinePolicy``).
+    quarantine_policies: Mapping[str, QuarantinePolicy] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

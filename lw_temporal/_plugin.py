@@ -21,7 +21,7 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from ._agent import MissingModel, Model, ModelActivities, prefers_local_activity
+from ._agent import Bounds, MissingModel, Model, ModelActivities, prefers_local_activity
 from ._agent._recorder import ResultRecorder
 from ._approvals._audit import ApprovalActivities
 from ._bash import BashActivities
@@ -29,7 +29,7 @@ from ._config import LwConfig
 from ._definitions import WorkflowDefinition
 from ._dreaming import DreamingActivities, DreamingWorkflow
 from ._edit import EditActivities
-from ._memory import MemoryActivities, MemoryStores
+from ._memory import MemoryActivities, MemoryStores, TaintGate
 from ._memory._capture import bash_committer
 from ._options import (
     BashOptions,
@@ -77,6 +77,20 @@ def _passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
             ),
         )
     return runner
+
+
+def _check_policies(config: LwConfig, memory: MemoryOptions) -> None:
+    """Every release policy a definition names must be given, or a definition that
+    meant to be released by code would wait for a person forever, silently."""
+    for definition in config.definitions.values():
+        name = definition.memory.release_policy
+        if name is not None and name not in memory.quarantine_policies:
+            known = sorted(memory.quarantine_policies) or "none"
+            raise ValueError(
+                f"definition {definition.id!r} names the quarantine release policy {name!r}, "
+                f"which this worker does not have (MemoryOptions(quarantine_policies=...) "
+                f"gives: {known})"
+            )
 
 
 class LittleWorkflowPlugin(SimplePlugin):
@@ -160,6 +174,10 @@ class LittleWorkflowPlugin(SimplePlugin):
         self.memory = MemoryStores.for_config(
             self.config, scanner=memory.scanner, store_quota=memory.store_quota
         )
+        _check_policies(self.config, memory)
+        #: Taint: a tainted run's shared writes are held, its reads checked (the gate
+        #: consults the worker's taint book, never an activity's input).
+        self.memory.gate = TaintGate(self.config, self.memory, memory.quarantine_policies)
         self.memory_activities = MemoryActivities(
             self.config, self.memory, embedder=memory.embedder
         )
@@ -171,6 +189,7 @@ class LittleWorkflowPlugin(SimplePlugin):
             limits=bash.limits,
             commit_staged=bash_committer(self.memory),
             egress=(egress or EgressOptions()).limits(),
+            taint=self.memory.gate,
         )
         activities += self.bash_activities.callables
         #: Claude's text editor and memory tool over the same stores and sandbox user.
@@ -188,9 +207,15 @@ class LittleWorkflowPlugin(SimplePlugin):
             local_activity=local_activity,
             orchestrator_instructions=orchestrator.instructions,
             orchestrator_max_turns=orchestrator.max_turns,
+            orchestrator_bounds=Bounds(
+                children_per_turn=orchestrator.max_children_per_turn,
+                children=orchestrator.max_children,
+                tree_turns=orchestrator.max_tree_turns,
+            ),
             context_budget_tokens=model_calls.context_budget_tokens,
             dreaming_instructions=dreaming.instructions_for,
             dreaming_max_turns=dreaming.max_turns,
+            taint=self.memory.gate.book,
         )
         activities += self.model_activities.callables
         self.dreaming_activities = DreamingActivities(
@@ -268,6 +293,8 @@ class LittleWorkflowPlugin(SimplePlugin):
         """Check the roots before polling; a pinned worker also serves its host queue
         (Temporal's worker-specific task queue), for as long as the worker runs."""
         self.config.topology.check_start()
+        # Workflows on this queue are this deployment's: its activities may serve them.
+        self.config.callers.serve(worker.task_queue)
         queue = self._host_queue_of(worker.task_queue)
         if queue is None or self._is_host_queue(worker.task_queue):
             await super().run_worker(worker, next)

@@ -139,16 +139,18 @@ def _marker_of(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _publish(path: Path, data: bytes) -> bool:
+def publish(path: Path, data: bytes, *, sync: bool = True) -> bool:
     """Create ``path`` with ``data`` unless it exists: write a temp file, then
     ``link`` it into place (exclusive and atomic on NFS too, unlike a plain
-    ``O_EXCL`` open followed by a write, which a reader may see empty)."""
+    ``O_EXCL`` open followed by a write, which a reader may see empty). ``sync=False``
+    skips the ``fsync`` where a record lost to a power cut is only made again."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
         os.write(fd, data)
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     try:
@@ -224,7 +226,7 @@ class Topology:
                 "(or point --memory-root at it) and start again. " + TOPOLOGY_OPTIONS
             )
         if current is None:
-            _publish(layout.memory_id_file, f"{uuid.uuid4()}\n".encode())
+            publish(layout.memory_id_file, f"{uuid.uuid4()}\n".encode())
             current = layout.memory_id_file.read_text().strip()
         if bound is not None and bound != current:
             raise TopologyMismatch(
@@ -242,7 +244,7 @@ class Topology:
         if binding is None:
             # Exclusive: workers sharing this runs root (one volume) share its id.
             body = {"memory_id": current, "runs_id": str(uuid.uuid4())}
-            _publish(layout.binding_file, json.dumps(body).encode())
+            publish(layout.binding_file, json.dumps(body).encode())
             binding = _read_json(layout.binding_file) or body
         self._runs_id = str(binding.get("runs_id") or layout.local_root)
         self._memory_id = current
@@ -352,7 +354,7 @@ class Topology:
             except TopologyMismatch as err:
                 raise lw_error(WRONG_TOPOLOGY, f"workflow {workflow_id!r}: {err}") from None
             if top == agent_id:
-                _publish(entry, json.dumps(here, sort_keys=True).encode())
+                publish(entry, json.dumps(here, sort_keys=True).encode())
             held = _marker_of(entry)
             if held is not None and held.get("runs_id") != here["runs_id"]:
                 whose = "the run" if top == agent_id else f"its top-level run {str(top)!r}"
@@ -364,7 +366,7 @@ class Topology:
                     "running here would see an empty scratch. " + TOPOLOGY_OPTIONS,
                 )
             found = {**here, "run": str(agent_id)}
-            _publish(marker, json.dumps(found, sort_keys=True).encode())
+            publish(marker, json.dumps(found, sort_keys=True).encode())
         marked = found.get("memory_id")
         if marked is not None and marked != self.memory_id():
             raise lw_error(

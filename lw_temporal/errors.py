@@ -11,7 +11,11 @@ Input and hierarchy:
 - ``UNKNOWN_DEFINITION``: a definition id the worker's plugin does not register.
 - ``INVALID_REQUEST``: a request or input that fails its model's validation.
 - ``HIERARCHY_VIOLATION``: a workflow started by another than the parent its ID names.
-- ``TURN_LIMIT``: an agent used up its ``max_turns`` without finishing.
+- ``TURN_LIMIT``: an agent used up its ``max_turns`` (or its tree's ``max_tree_turns``)
+  without finishing.
+- ``UNVERIFIED_CALLER``: the server does not confirm the calling workflow's type, task
+  queue or parent (a workflow of another worker, or a forged run).
+- ``WORKFLOW_ID_TAKEN``: the workflow ID already names another run; start under a new ID.
 
 Sandbox and bash:
 
@@ -83,6 +87,8 @@ from ._errors import (
     SCAN_BLOCKED,
     TURN_LIMIT,
     UNKNOWN_DEFINITION,
+    UNVERIFIED_CALLER,
+    WORKFLOW_ID_TAKEN,
     WRONG_TOPOLOGY,
 )
 
@@ -117,5 +123,7 @@ __all__ = [
     "SCAN_BLOCKED",
     "TURN_LIMIT",
     "UNKNOWN_DEFINITION",
+    "UNVERIFIED_CALLER",
+    "WORKFLOW_ID_TAKEN",
     "WRONG_TOPOLOGY",
 ]

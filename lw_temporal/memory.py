@@ -26,6 +26,13 @@ which also ranks by meaning when the worker has an :class:`Embedder`
 (``MemoryOptions(embedder=...)``). Each store's index is kept by its commits and
 counts toward its quota; ``reindex`` builds it again from the files.
 
+Quarantine: a tainted run's writes to shared stores are held until released;
+``stores.quarantined()`` lists them (:class:`HeldRun`, :class:`HeldFile`),
+``stores.show_quarantined(workflow_id)`` diffs them, ``stores.release_quarantined(
+workflow_id, by=...)`` and ``stores.reject_quarantined(...)`` decide
+(:class:`QuarantineOutcome`, one :class:`StoreOutcome` per store); a definition can
+name a :class:`QuarantinePolicy` that decides on a :class:`QuarantineReview` instead.
+
 Scratch retention (deleting the scratch of runs closed long enough ago) lives here
 too: :class:`RetentionPolicy`, :func:`collect_garbage` and :func:`schedule_retention`.
 
@@ -39,6 +46,8 @@ from ._memory import (
     ABSENT,
     AuditEntry,
     Embedder,
+    HeldFile,
+    HeldRun,
     ListEntry,
     ListResult,
     MemoryAppendRequest,
@@ -53,11 +62,15 @@ from ._memory import (
     MutationResult,
     Provenance,
     PruneResult,
+    QuarantineOutcome,
+    QuarantinePolicy,
+    QuarantineReview,
     ReadResult,
     RedactResult,
     SearchHit,
     SearchLine,
     StoreNotFound,
+    StoreOutcome,
     VersionInfo,
     VersionRetention,
 )
@@ -76,6 +89,8 @@ __all__ = [
     "AuditEntry",
     "Embedder",
     "GcReport",
+    "HeldFile",
+    "HeldRun",
     "ListEntry",
     "ListResult",
     "MemoryAppendRequest",
@@ -90,6 +105,9 @@ __all__ = [
     "MutationResult",
     "Provenance",
     "PruneResult",
+    "QuarantineOutcome",
+    "QuarantinePolicy",
+    "QuarantineReview",
     "ReadResult",
     "RedactResult",
     "RetentionPolicy",
@@ -98,6 +116,7 @@ __all__ = [
     "StoreChange",
     "StoreKind",
     "StoreNotFound",
+    "StoreOutcome",
     "StoreRef",
     "VersionInfo",
     "VersionRetention",

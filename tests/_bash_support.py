@@ -2,8 +2,9 @@
 
 The test workflows carry the real workflow type names (``lw.Worker`` ...), because
 the activity derives its scope from ``activity.info().workflow_type`` and ``workflow_id``;
-they only execute ``lw.bash`` for each command they are given. The worker registers
-them with the plugin's activities but without the plugin's own workflows.
+they only execute ``lw.bash`` for each command they are given, in one open run per ID
+started under its ancestors' runs (``_session_support``). The worker registers them with
+the plugin's activities but without the plugin's own workflows.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ with workflow.unsafe.imports_passed_through():
     from lw_temporal import BashRequest, BashResult, LittleWorkflowPlugin
     from lw_temporal._sandbox import landlock_abi, staging_root
     from lw_temporal._scope import Scope
-    from lw_temporal.ids import parse_workflow_id
 
+from tests._session_support import Sessions, StandIn
 from tests.conftest import pydantic_client
 
 
@@ -57,25 +58,34 @@ async def _run_all(commands: Commands) -> list[BashResult]:
     return results
 
 
+RUN_COMMANDS = "commands"
+
+
+class _BashStandIn(StandIn):
+    @workflow.update(name=RUN_COMMANDS)
+    async def commands(self, commands: Commands) -> list[BashResult]:
+        return await self.calling(_run_all(commands))
+
+
 @workflow.defn(name="lw.Orchestrator")
-class BashOrchestrator:
+class BashOrchestrator(_BashStandIn):
     @workflow.run
-    async def run(self, commands: Commands) -> list[BashResult]:
-        return await _run_all(commands)
+    async def run(self) -> None:
+        await self.wait()
 
 
 @workflow.defn(name="lw.Planner")
-class BashPlanner:
+class BashPlanner(_BashStandIn):
     @workflow.run
-    async def run(self, commands: Commands) -> list[BashResult]:
-        return await _run_all(commands)
+    async def run(self) -> None:
+        await self.wait()
 
 
 @workflow.defn(name="lw.Worker")
-class BashWorker:
+class BashWorker(_BashStandIn):
     @workflow.run
-    async def run(self, commands: Commands) -> list[BashResult]:
-        return await _run_all(commands)
+    async def run(self) -> None:
+        await self.wait()
 
 
 TEST_WORKFLOWS = [BashOrchestrator, BashPlanner, BashWorker]
@@ -85,6 +95,7 @@ class BashRunner:
     def __init__(self, client: Client, task_queue: str) -> None:
         self.client = client
         self.task_queue = task_queue
+        self.sessions = Sessions(client, task_queue)
 
     async def run(
         self,
@@ -95,17 +106,15 @@ class BashRunner:
         heartbeat_timeout_seconds: float = 30.0,
     ) -> list[BashResult]:
         """Run ``commands`` in order as the agent ``workflow_id`` (its role follows
-        from the ID). Each call uses a fresh Temporal run of that ID."""
-        role_type = parse_workflow_id(workflow_id).workflow_type
-        result: list[BashResult] = await self.client.execute_workflow(
-            role_type,
+        from the ID), in the one run of that ID this runner keeps open (started under
+        its ancestors' runs, as lw starts it)."""
+        result: list[BashResult] = await self.sessions.call(
+            workflow_id,
+            RUN_COMMANDS,
             Commands(
                 list(commands), timeout_seconds, heartbeat_timeout_seconds=heartbeat_timeout_seconds
             ),
-            id=workflow_id,
-            task_queue=self.task_queue,
-            result_type=list[BashResult],
-            execution_timeout=timedelta(minutes=10),
+            list[BashResult],
         )
         return result
 
@@ -127,7 +136,11 @@ async def bash_worker(
         workflows=TEST_WORKFLOWS,
         activities=list(plugin.activity_callables),
     ):
-        yield BashRunner(client, queue)
+        runner = BashRunner(client, queue)
+        try:
+            yield runner
+        finally:
+            await runner.sessions.close()
 
 
 # -- snapshots -------------------------------------------------------------------------

@@ -27,8 +27,9 @@ from temporalio.worker import Worker
 from lw_temporal import BashRequest, BashResult, RunRecord, WorkflowDefinition
 from lw_temporal._config import LwConfig
 from lw_temporal._dreaming import QUERY_STATE, DreamingActivities, DreamingWorkflow
+from lw_temporal._memory import TaintGate
 from lw_temporal.dreaming import DreamInput, DreamOptions, DreamResult, DreamState, DreamStatus
-from lw_temporal.memory import MemoryAppendRequest
+from lw_temporal.memory import MemoryAppendRequest, MemoryStores
 
 from .conftest import pydantic_client
 
@@ -143,10 +144,15 @@ async def dreaming_worker(
     definitions: Sequence[str],
     *,
     extra: Sequence[Callable[..., Any]] = (),
+    gated: bool = False,
 ) -> AsyncIterator[Client]:
+    """``gated``: the stores have the plugin's taint gate (a worker's, not an admin's)."""
     client = pydantic_client(env)
     config = LwConfig.create(data_dir, [WorkflowDefinition(id=d) for d in definitions])
-    dreaming = DreamingActivities(config)
+    stores = MemoryStores.for_config(config)
+    if gated:
+        stores.gate = TaintGate(config, stores)
+    dreaming = DreamingActivities(config, stores=stores)
     tools = FakeTools(data_dir)
     async with Worker(
         client,

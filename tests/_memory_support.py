@@ -4,7 +4,9 @@ An activity's scope comes from its workflow's type and ID, so these stand-ins ca
 the real type names (``lw.Planner`` ...) and are started with IDs of the grammar. They
 execute a script of activity calls and report each outcome, so tests can check both
 results and typed failures. The client is built without the plugin so that the
-plugin's own workflows of the same names are not registered beside them.
+plugin's own workflows of the same names are not registered beside them. Each ID gets
+one open run, started under its ancestors' runs (``_session_support``): the activities
+act only for the run the server confirms as the one its ID names.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lw_temporal import LittleWorkflowPlugin, Role
-from lw_temporal._ids import WORKFLOW_TYPE_FOR_ROLE
 from lw_temporal.errors import NON_RETRYABLE
+from lw_temporal.ids import parse_workflow_id
+from tests._session_support import Sessions, StandIn
 from tests.conftest import pydantic_client
 
 
@@ -73,25 +76,34 @@ async def _run(script: Script) -> list[Outcome]:
     return [await _one(c, script.max_attempts) for c in script.calls]
 
 
+RUN_SCRIPT = "script"
+
+
+class _ScriptStandIn(StandIn):
+    @workflow.update(name=RUN_SCRIPT)
+    async def script(self, script: Script) -> list[Outcome]:
+        return await self.calling(_run(script))
+
+
 @workflow.defn(name="lw.Planner", sandboxed=False)
-class ScriptPlanner:
+class ScriptPlanner(_ScriptStandIn):
     @workflow.run
-    async def run(self, script: Script) -> list[Outcome]:
-        return await _run(script)
+    async def run(self) -> None:
+        await self.wait()
 
 
 @workflow.defn(name="lw.Worker", sandboxed=False)
-class ScriptWorker:
+class ScriptWorker(_ScriptStandIn):
     @workflow.run
-    async def run(self, script: Script) -> list[Outcome]:
-        return await _run(script)
+    async def run(self) -> None:
+        await self.wait()
 
 
 @workflow.defn(name="lw.Orchestrator", sandboxed=False)
-class ScriptOrchestrator:
+class ScriptOrchestrator(_ScriptStandIn):
     @workflow.run
-    async def run(self, script: Script) -> list[Outcome]:
-        return await _run(script)
+    async def run(self) -> None:
+        await self.wait()
 
 
 WORKFLOW_FOR_ROLE = {
@@ -129,6 +141,7 @@ async def memory_harness(
             *extra_activities,
         ],
     ):
+        sessions = Sessions(client, task_queue)
 
         async def run(
             workflow_id: str,
@@ -137,13 +150,16 @@ async def memory_harness(
             parallel: bool = False,
             max_attempts: int = 3,
         ) -> list[Outcome]:
-            outcomes: list[Outcome] = await client.execute_workflow(
-                WORKFLOW_TYPE_FOR_ROLE[Role(role)],
+            assert parse_workflow_id(workflow_id).role is Role(role), (workflow_id, role)
+            outcomes: list[Outcome] = await sessions.call(
+                workflow_id,
+                RUN_SCRIPT,
                 Script(calls=list(calls), parallel=parallel, max_attempts=max_attempts),
-                id=workflow_id,
-                task_queue=task_queue,
-                result_type=list[Outcome],
+                list[Outcome],
             )
             return outcomes
 
-        yield run
+        try:
+            yield run
+        finally:
+            await sessions.close()

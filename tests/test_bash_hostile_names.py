@@ -144,7 +144,8 @@ async def test_hostile_names_are_refused_and_the_store_stays_usable(
     assert listing.stdout == "lessons.md\n"
 
     async with memory_harness(dev_env, plugin, f"mem-{uuid.uuid4().hex[:8]}") as run:
-        (listed,) = await run(planner, call("lw.memory.list", path="/mnt/memory/workflow"))
+        reader = f"run_{target}@{uuid.uuid4().hex[:8]}"  # another run: an ID names one run
+        (listed,) = await run(reader, call("lw.memory.list", path="/mnt/memory/workflow"))
     assert listed.ok, listed.message
     assert "lessons.md" in str(listed.result) and "good.md" not in str(listed.result)
 

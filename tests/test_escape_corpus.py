@@ -397,6 +397,7 @@ async def run_corpus(
         # The worker's own bookkeeping of the stores and runs a command touched.
         data / ".lw" / "stores",
         data / ".lw" / "manifests",
+        data / ".lw" / "owners",
     ]
     try:
         async with bash_worker(dev_env, plugin) as bash:

@@ -54,9 +54,10 @@ async def test_a_store_with_planted_names_stays_usable(
     assert "bad\\\\xffname" in text and "not valid UTF-8" in text, text
     assert "control character" in text and "lessons.md" in text
 
-    async with bash_worker(dev_env, plugin) as bash:
+    async with bash_worker(dev_env, plugin) as bash:  # another run: an ID names one run
         listing, read = await bash.run(
-            planner, ["ls /mnt/memory/workflow | wc -l", "cat /mnt/memory/workflow/lessons.md"]
+            f"run_{target}@{uuid.uuid4().hex[:8]}",
+            ["ls /mnt/memory/workflow | wc -l", "cat /mnt/memory/workflow/lessons.md"],
         )
     assert listing.exit_code == 0 and read.stdout == f"call {SECRET}\nthen retry\n"
 

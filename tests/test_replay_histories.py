@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -109,11 +110,11 @@ class ZeroBasedStepsPlanner(Planner):
     async def run(self, agent_input: AgentInput | None = None) -> AgentResult:  # type: ignore[override]
         return await self._loop(agent_input)
 
-    def _next_child_id(self, call: ToolCall) -> AgentId | str:
-        child = super()._next_child_id(call)
-        if isinstance(child, str) or child.step is None:
-            return child
-        return self.agent_id.step_run(str(int(child.step) - 1))
+    def _child_maker(self, call: ToolCall) -> str | Callable[[str], AgentId]:
+        make = super()._child_maker(call)
+        if isinstance(make, str):
+            return make
+        return lambda token: make(str(int(token) - 1))
 
 
 @pytest.mark.parametrize("changed", [TimerFirstPlanner, ZeroBasedStepsPlanner])

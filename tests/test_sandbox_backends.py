@@ -12,7 +12,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._sandbox import BwrapBackend, SandboxUnavailable, select_backend
-from tests._bash_support import Commands, bash_worker
+from tests._bash_support import bash_worker
 
 WORKER = "run_cr@1/steps/step_1"
 
@@ -67,11 +67,5 @@ async def test_heartbeats_keep_a_long_command_alive(
 ) -> None:
     plugin = LittleWorkflowPlugin(data_dir, [WorkflowDefinition(id="cr")])
     async with bash_worker(dev_env, plugin) as bash:
-        results = await bash.client.execute_workflow(
-            "lw.Worker",
-            Commands(["sleep 9; echo done"], heartbeat_timeout_seconds=5),
-            id=WORKER,
-            task_queue=bash.task_queue,
-            result_type=list,
-        )
-    assert results[0]["stdout"] == "done\n"
+        results = await bash.run(WORKER, ["sleep 9; echo done"], heartbeat_timeout_seconds=5)
+    assert results[0].stdout == "done\n"

@@ -4,6 +4,7 @@ process behind, output is capped and saved, bytes survive, limits hold."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import uuid
 from pathlib import Path
@@ -16,7 +17,7 @@ from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._sandbox import landlock_abi
 from lw_temporal._sandbox._run import _pids_base
 from lw_temporal.options import BashOptions, Limits
-from tests._bash_support import Commands, bash_worker
+from tests._bash_support import bash_worker
 
 
 def worker_id() -> str:
@@ -113,18 +114,17 @@ async def test_cancellation_kills_the_whole_tree(
     worker = worker_id()
     tag = str(8000 + uuid.uuid4().int % 900)
     async with bash_worker(dev_env, any_plugin) as bash:
-        handle = await bash.client.start_workflow(
-            "lw.Worker",
-            Commands([f"sleep {tag}1 & setsid sleep {tag}2 & sleep {tag}3"], 600),
-            id=worker,
-            task_queue=bash.task_queue,
-        )
+        command = f"sleep {tag}1 & setsid sleep {tag}2 & sleep {tag}3"
+        running = asyncio.ensure_future(bash.one(worker, command, timeout_seconds=600))
         assert await wait_until(
             lambda: all(running_exactly(f"sleep {tag}{i}") for i in (1, 2, 3)), 60
         )
+        handle = await bash.sessions.handle(worker)
         await handle.cancel()
         with pytest.raises(WorkflowFailureError):
             await handle.result()
+        with contextlib.suppress(Exception):  # the update ends with its run
+            await running
         assert await wait_until(lambda: processes_with(f"sleep {tag}") == [], 60)
 
 

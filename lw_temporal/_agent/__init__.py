@@ -3,13 +3,21 @@
 (``_scripted``), the ``lw.model``/``lw.settings`` activities (``_activity``) and the
 workflows' inputs and results (``_io``)."""
 
-from ._activity import MODEL_ACTIVITY, SETTINGS_ACTIVITY, ModelActivities, ModelTurn
+from ._activity import (
+    MODEL_ACTIVITY,
+    SETTINGS_ACTIVITY,
+    ModelActivities,
+    ModelTurn,
+    SettingsRequest,
+)
 from ._conversation import DEFAULT_CONTEXT_BUDGET
 from ._io import (
+    ORCHESTRATOR_MAX_TREE_TURNS,
     ORCHESTRATOR_MAX_TURNS,
     AgentInput,
     AgentResult,
     AgentState,
+    Bounds,
     Progress,
     WorkerSettings,
 )
@@ -37,6 +45,7 @@ from ._tools import REGISTRY, TOOLS, Offer, Rendered, Tool, ToolKind, tool_for, 
 __all__ = [
     "DEFAULT_CONTEXT_BUDGET",
     "MODEL_ACTIVITY",
+    "ORCHESTRATOR_MAX_TREE_TURNS",
     "ORCHESTRATOR_MAX_TURNS",
     "REGISTRY",
     "SETTINGS_ACTIVITY",
@@ -44,6 +53,7 @@ __all__ = [
     "AgentInput",
     "AgentResult",
     "AgentState",
+    "Bounds",
     "Exchange",
     "MissingModel",
     "Model",
@@ -57,6 +67,7 @@ __all__ = [
     "ScriptKey",
     "ScriptTurn",
     "ScriptedModel",
+    "SettingsRequest",
     "StopReason",
     "Tool",
     "ToolCall",

@@ -26,6 +26,7 @@ from .._edit import memory_lines
 from .._errors import CONVERSATION_MISSING, MODEL_CONTEXT_OVERFLOW, MODEL_FAILED, lw_error
 from .._ids import Role
 from .._scope import Scope
+from .._taint import TaintBook
 from ._compaction import (
     COMPACTED_FOLDER,
     keep_from,
@@ -45,7 +46,7 @@ from ._conversation import (
     fit,
     tokens,
 )
-from ._io import ORCHESTRATOR_MAX_TURNS, WorkerSettings
+from ._io import ORCHESTRATOR_MAX_TURNS, Bounds, WorkerSettings
 from ._protocol import (
     Exchange,
     Model,
@@ -57,6 +58,7 @@ from ._protocol import (
     Wire,
 )
 from ._recorder import recorded, tool_activity_id
+from ._replies import normalized
 from ._tools import clip, tools_for
 
 MODEL_ACTIVITY = "lw.model"
@@ -72,8 +74,6 @@ DEFAULT_ORCHESTRATOR_INSTRUCTIONS = (
     "each other), record what this run learned in /mnt/memory/pipeline/, then finish "
     "with the outcome."
 )
-#: UTF-8 bytes of a reply's text kept (tool-call arguments are bounded by the tools).
-REPLY_TEXT_CAP = 32 * 1024
 #: Turns left at which the model is told its budget is running out.
 TURNS_WARNING = 3
 
@@ -97,6 +97,20 @@ class ModelTurn(Wire):
     digests: dict[str, str] = Field(default_factory=dict)
     #: Sent only after the activity reported its conversation files missing.
     rebuild: list[Exchange] | None = None
+    #: Set with the task when its starter marked it untrusted (``AgentInput.untrusted``):
+    #: the worker taints the run before the model reads it. It can only add taint.
+    untrusted: bool = False
+    #: The parent's run id (a child's); with ``conversation`` it confirms a local
+    #: activity's caller without asking the server (``_callers``).
+    parent_run: str | None = Field(default=None, max_length=64)
+
+
+class SettingsRequest(Wire):
+    """What ``lw.settings`` gets from its workflow: only what confirms its caller when
+    it runs as a local activity (the chain's first run id, the parent's run id)."""
+
+    chain: str | None = Field(default=None, max_length=64)
+    parent_run: str | None = Field(default=None, max_length=64)
 
 
 class ModelActivities:
@@ -112,11 +126,15 @@ class ModelActivities:
         local_activity: bool = False,
         orchestrator_instructions: str = "",
         orchestrator_max_turns: int = ORCHESTRATOR_MAX_TURNS,
+        orchestrator_bounds: Bounds | None = None,
         context_budget_tokens: int = DEFAULT_CONTEXT_BUDGET,
         dreaming_instructions: Callable[[str], str] | None = None,
         dreaming_max_turns: int = ORCHESTRATOR_MAX_TURNS,
+        taint: TaintBook | None = None,
     ) -> None:
         self.config = config
+        #: The worker's taint book: a task marked untrusted taints its run.
+        self.taint = taint
         #: The dreaming agent's instructions for a target (the plugin's
         #: ``DreamingAgentOptions``), and its turn budget.
         self.dreaming_instructions = dreaming_instructions or (lambda target: "")
@@ -126,6 +144,7 @@ class ModelActivities:
         self.local_activity = local_activity
         self.orchestrator_instructions = orchestrator_instructions
         self.orchestrator_max_turns = orchestrator_max_turns
+        self.orchestrator_bounds = orchestrator_bounds or WorkerSettings().orchestrator_bounds
         self.context_budget_tokens = context_budget_tokens
         self.conversations = ConversationStore(config.layout.local_state / "conversations")
         #: The model is sent the provider's native tools (``AnthropicModel``'s
@@ -144,11 +163,26 @@ class ModelActivities:
             max_turns={d.id: d.max_turns for d in self.config.definitions.values()},
             approvals={d.id: d.approvals for d in self.config.definitions.values() if d.approvals},
             dreaming_max_turns=self.dreaming_max_turns,
+            bounds={
+                d.id: Bounds(
+                    children_per_turn=d.max_children_per_turn,
+                    children=d.max_children,
+                    tree_turns=d.max_tree_turns,
+                )
+                for d in self.config.definitions.values()
+            },
+            orchestrator_bounds=self.orchestrator_bounds,
         )
 
     @activity.defn(name=SETTINGS_ACTIVITY)
-    async def settings(self) -> WorkerSettings:
-        """Read once per run tree; children get the answer in their input."""
+    async def settings(self, request: SettingsRequest | None = None) -> WorkerSettings:
+        """Read once per run tree; children get the answer in their input. A top-level
+        run's first activity, so its caller check also claims the run's workflow ID."""
+        request = request or SettingsRequest()
+        scope = self.config.caller_scope()
+        await self.config.callers.verify(
+            scope.agent_id, chain=request.chain, parent_run=request.parent_run
+        )
         return self.worker_settings().model_copy(update={"pin": self.config.topology.pin_here()})
 
     def _prompt_parts(self, scope: Scope) -> tuple[str, dict[str, str]]:
@@ -252,7 +286,14 @@ class ModelActivities:
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def run_turn(self, turn: ModelTurn) -> ModelResponse:
-        scope = self.config.activity_scope()
+        scope = await self.config.activity_scope(
+            chain=turn.conversation, parent_run=turn.parent_run
+        )
+        if turn.untrusted and self.taint is not None:
+            self.taint.taint(
+                scope.workflow_id, "task", "its starter marked the task untrusted "
+                "(AgentInput(untrusted=True))",
+            )  # fmt: skip
         folder = self.conversations.folder(scope.agent_id.segments, turn.conversation)
         if turn.rebuild is not None:
             self.conversations.rebuild(folder, turn.task, turn.rebuild, turn.turn)
@@ -284,7 +325,7 @@ class ModelActivities:
                 "ModelCallOptions.context_budget_tokens or lower its BashOptions.output_cap",
             )
         response = await self._ask(request)
-        reply = _normalized(response, turn.turn)
+        reply = normalized(response, turn.turn)
         if summary is not None and summary.made_at == turn.turn:
             # The summarising call is part of this turn's cost.
             reply = reply.model_copy(update={"usage": reply.usage + summary.usage})
@@ -339,25 +380,6 @@ class ModelActivities:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
-
-
-def _normalized(response: ModelResponse, turn: int) -> ModelResponse:
-    """Ids on every call (unique within the reply), a bounded text, one model call."""
-    seen: set[str] = set()
-    calls = []
-    for index, call in enumerate(response.tool_calls):
-        call_id = _SAFE_ID.sub("_", call.id)[:64] or f"call_{turn}_{index}"
-        if call_id in seen:
-            call_id = f"{call_id}_{index}"
-        seen.add(call_id)
-        calls.append(call.model_copy(update={"id": call_id}))
-    text = response.text
-    if len(text.encode("utf-8", "surrogateescape")) > REPLY_TEXT_CAP:
-        text = text.encode("utf-8", "surrogateescape")[:REPLY_TEXT_CAP].decode("utf-8", "ignore")
-    usage = response.usage
-    if usage.model_calls == 0:
-        usage = usage + Usage(model_calls=1)
-    return response.model_copy(update={"tool_calls": calls, "text": text, "usage": usage})
 
 
 def _save_cleared(scope: Scope, result: ToolResult) -> str:

@@ -3,10 +3,11 @@ request, with who decided and why, to ``.lw/approvals/<workflow id>/<request id>
 on the memory root (beside the stores' audit logs, which no agent sees), and the
 review page and ``approvals list --all --data-dir`` read them back.
 
-The workflow a record belongs to is the calling activity's own (``activity.info()``),
-never a field of the request, and a retried write rewrites the same file with the same
-bytes, so a record is written once however often Temporal retries it. ``forget`` of a
-tree removes its records (they hold the commands its agents wrote).
+The workflow a record belongs to is the calling activity's own (``activity.info()``,
+confirmed by the server as an lw run this deployment runs), never a field of the
+request, and a retried write rewrites the same file with the same bytes, so a record
+is written once however often Temporal retries it. ``forget`` of a tree removes its
+records (they hold the commands its agents wrote).
 """
 
 from __future__ import annotations
@@ -51,7 +52,12 @@ class ApprovalActivities:
 
     @activity.defn(name=RECORD_ACTIVITY)
     async def record(self, request: RecordRequest) -> RecordResult:
-        workflow_id = activity.info().workflow_id or ""
+        # The server confirms the caller first (``_callers``): a workflow of another
+        # worker named like lw's could otherwise write a decision "by carol" into a
+        # real run's audit, which the review page and approvals list show.
+        scope = self.config.caller_scope()
+        await self.config.callers.verify(scope.agent_id)
+        workflow_id = scope.workflow_id
         if request.request.workflow_id != workflow_id or (
             request.record is not None and request.record.request.id != request.request.id
         ):

@@ -27,7 +27,8 @@ def add_approvals(sub: Commands) -> None:
     listing = verbs.add_parser(
         "list",
         help="pending requests of the running lw workflows, one line each: workflow ID, "
-        "request id, tool, agent, age, timeout, call",
+        "request id, tool, agent, age, timeout, call (and with --data-dir a tainted "
+        "run's taint)",
     )
     listing.add_argument("--workflow", default=None, help="only this workflow and its tree")
     listing.add_argument("--task-queue", default=None, help="only workflows on this task queue")
@@ -79,13 +80,31 @@ def _agent(request: ApprovalRequest) -> str:
     return f"{request.role.value} {request.definition_id or 'pipeline'}"
 
 
-def pending_line(request: ApprovalRequest) -> str:
+def pending_line(request: ApprovalRequest, taint: str | None = None) -> str:
+    """``taint``: the run's taint line (``approvals list --data-dir``), when tainted."""
     return (
         f"{request.workflow_id}  {request.id}  {request.tool}  {_agent(request)}  "
         f"waiting {_age(request.requested_at)}  {request.on_timeout} at "
         f"{_when(request.deadline)}  {_safe(request.summary())}"
         + ("  (arguments cut)" if request.arguments_cut else "")
+        + (f"  ({_safe(taint, 200)})" if taint else "")
     )
+
+
+def _taints(args: argparse.Namespace, requests: list[ApprovalRequest]) -> dict[str, str]:
+    """With --data-dir, the taint line of each tainted run among ``requests``."""
+    if not args.data_dir:
+        return {}
+    from .._ids import DataLayout
+    from .._taint import TaintBook
+
+    book = TaintBook(DataLayout.at(Path(args.data_dir)))
+    found = {}
+    for request in requests:
+        record = book.status(request.workflow_id, materialize=False)
+        if record is not None:
+            found[request.workflow_id] = record.line()
+    return found
 
 
 def decided_line(record: ApprovalRecord) -> str:
@@ -109,8 +128,9 @@ async def _list(args: argparse.Namespace) -> int:
         decided = _recorded(args, listing.decided) if args.all else []
     except Exception as err:
         return failed("approvals list", err)
+    taints = _taints(args, listing.pending)
     for request in listing.pending:
-        say(pending_line(request))
+        say(pending_line(request, taints.get(request.workflow_id)))
     for record in decided:
         say(decided_line(record))
     if not listing.pending:

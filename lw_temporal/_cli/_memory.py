@@ -154,11 +154,17 @@ def add_memory(sub: Commands) -> None:
     manifest.add_argument("workflow_id", metavar="WORKFLOW_ID", help="the run's workflow id")
 
     readers = verb(
-        "readers", "list the runs that started while a version of a file was current", _readers
-    )
+        "readers", "list the runs that started while a version of a file was current "
+        "(with --tainted: the runs that read a version a tainted run wrote)", _readers,
+    )  # fmt: skip
     readers.add_argument(
-        "sha256", metavar="VERSION", help="the version's sha256 (see versions; a prefix will do)"
-    )
+        "sha256", metavar="VERSION", nargs="?",
+        help="the version's sha256 (see versions; a prefix will do)",
+    )  # fmt: skip
+    readers.add_argument(
+        "--tainted", action="store_true",
+        help="instead of one version's readers, every run that read a tainted version",
+    )  # fmt: skip
 
     search = verb(
         "search",
@@ -179,6 +185,10 @@ def add_memory(sub: Commands) -> None:
         "reindex", "build a store's search index again from its files (it is otherwise kept "
         "by every commit and repaired by the next search)", _reindex, "store",
     )  # fmt: skip
+
+    from ._quarantine import add_quarantine
+
+    add_quarantine(verbs)
 
 
 def _add_keep_options(parser: argparse.ArgumentParser, keep: str, also_keep: str) -> None:
@@ -365,6 +375,8 @@ def _manifest(target: Target, args: argparse.Namespace) -> int:
     for entry in manifest.stores:
         snapshot = entry.snapshot_id or "not counted yet"
         say(f"  {entry.mount}/ ({entry.mode})  {entry.store}  snapshot {snapshot}")
+    taint = manifest.tainted
+    say(f"  {'not tainted' if taint is None else taint.line()}")
     return 0
 
 
@@ -372,15 +384,27 @@ def _readers(target: Target, args: argparse.Namespace) -> int:
     from .._memory import readers
 
     stores, store, rel, where = target.stores, target.store, target.rel, target.where
+    if args.tainted:
+        from .._memory import tainted_readers
+
+        tainted = tainted_readers(stores, store, rel)
+        if not tainted:
+            say(f"no recorded run read a tainted version of {where}")
+        for workflow_id, how in tainted:
+            say(f"{workflow_id}  {how}")
+        return 0
+    if args.sha256 is None:
+        raise Refused("name a VERSION (see versions), or ask --tainted")
     sha = stores.find_version(store, rel, args.sha256, require_kept=False)
     found = readers(stores, store, rel, sha)
     if not found:
         say(f"no recorded run started while {where} was at {sha[:12]}")
     for manifest in found:
         mode = next((s.mode for s in manifest.stores if s.store == str(store)), "?")
+        taint = "" if manifest.tainted is None else f"  {manifest.tainted.line()}"
         say(
             f"{_short_time(manifest.started)}  {manifest.workflow_id}  ({manifest.role}, "
-            f"mounted {mode})"
+            f"mounted {mode}){taint}"
         )
     return 0
 

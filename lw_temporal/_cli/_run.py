@@ -76,6 +76,12 @@ def add_run(sub: Commands) -> None:
     run.add_argument("--task-queue", default="lw")
     run.add_argument("--id", default=None, help="the run token (default: time and random)")
     run.add_argument(
+        "--untrusted",
+        action="store_true",
+        help="the task is untrusted input (a page, a ticket, an email): the run is tainted "
+        "and its writes to shared memory wait in quarantine (lw-temporal memory quarantine)",
+    )
+    run.add_argument(
         "--tracing",
         action="store_true",
         help="start the run's trace here (OpenTelemetry, exported by the OTEL_* variables)",
@@ -180,7 +186,7 @@ async def run_command(args: argparse.Namespace) -> int:
     try:
         handle = await traced(client, args).start_workflow(
             agent_id.workflow_type,
-            AgentInput(task=task),
+            AgentInput(task=task, untrusted=args.untrusted),
             id=workflow_id,
             task_queue=args.task_queue,
             result_type=AgentResult,

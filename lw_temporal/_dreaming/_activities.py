@@ -11,10 +11,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from .._config import LwConfig
-from .._errors import INVALID_REQUEST, INVALID_WORKFLOW_ID, NON_RETRYABLE, lw_error
+from .._errors import INVALID_REQUEST, INVALID_WORKFLOW_ID, lw_error
 from .._ids import (
     PLANNER_WORKFLOW,
     SEARCH_ATTRIBUTE_DEFINITION,
@@ -22,12 +21,12 @@ from .._ids import (
     Role,
     parse_workflow_id,
 )
-from .._memory import ABSENT, AuditEntry, MemoryStores, Provenance
+from .._memory import AuditEntry, MemoryStores
 from .._memory._fs import write_atomic
-from .._scope import Scope, StoreKind, StoreRef
-from ._bookkeeping import DreamBooks
+from .._scope import StoreRef
 from ._consolidator import Consolidation, Consolidator, DefaultConsolidator, DreamContext
 from ._history import extract_run, text_of
+from ._promotion import Dream, promote, recorded_decision
 from ._records import (
     DREAM_CONSOLIDATE,
     DREAM_EXTRACT,
@@ -84,34 +83,6 @@ def _check_note_path(path: str) -> str:
     return path
 
 
-class _Dream:
-    """The calling dream, from ``activity.info()``: its target, work folder, books."""
-
-    def __init__(self, scope: Scope, stores: MemoryStores) -> None:
-        assert scope.agent_id.definition_id is not None
-        self.scope = scope
-        self.target = scope.agent_id.definition_id
-        self.workflow_id = scope.workflow_id
-        self.work = scope.own_scratch / "dream"
-        self.runs_dir = scope.own_scratch / "runs"
-        self.books = DreamBooks(scope.layout, self.target)
-        self.own = StoreRef(StoreKind.DREAMING, self.target)
-        self.target_store = StoreRef(StoreKind.WORKFLOW, self.target)
-        self.stores = stores
-
-    def inputs(self, batch: int) -> Path:
-        return self.work / "inputs" / f"{batch:06d}.json"
-
-    def batch_file(self, batch: int) -> Path:
-        return self.work / "batches" / f"{batch:06d}.jsonl"
-
-    def provenance(self, index: int, actor: str | None = None) -> Provenance:
-        """The activity's provenance, made distinct per file: the stores keep one
-        exactly-once record per activity and store, and one activity writes several."""
-        provenance = Provenance.from_activity(self.scope, actor=actor)
-        return provenance.model_copy(update={"activity_id": f"{provenance.activity_id}#{index}"})
-
-
 class DreamingActivities:
     """The activities of ``lw.Dreaming``; the worker-side parts live here.
 
@@ -153,21 +124,21 @@ class DreamingActivities:
             self.release,
         )
 
-    def _dream(self) -> _Dream:
-        scope = self.config.activity_scope()
+    async def _dream(self) -> Dream:
+        scope = await self.config.activity_scope()
         if scope.role is not Role.DREAMING or scope.agent_id.definition_id is None:
             raise lw_error(
                 INVALID_WORKFLOW_ID,
                 f"workflow {scope.workflow_id!r}: dreaming activities run only in lw.Dreaming",
             )
-        return _Dream(scope, self.stores)
+        return Dream(scope, self.stores)
 
     # -- collecting ----------------------------------------------------------------------
     @activity.defn(name=DREAM_FIND_RUNS)
     async def find_runs(self, request: FindRunsRequest) -> FindRunsResult:
         """Claim the target's runs closed since its cursor (and any a timed-out dream
         gave back), and note what the dream reads: the target's versions, the runs."""
-        dream = self._dream()
+        dream = await self._dream()
         found_file = dream.work / "found.json"
         if found_file.exists():  # a retry: the claim is already made
             return FindRunsResult.model_validate_json(found_file.read_bytes())
@@ -182,6 +153,7 @@ class DreamingActivities:
             room = max(request.max_runs - len(released), 0)
             taken, left = fresh[:room], fresh[room:]
             items = released + taken
+            self._taint_from(dream, items)
             entries, audit_end = await asyncio.to_thread(
                 dream.stores.audit_since, dream.target_store, cursor.audit_offset
             )
@@ -212,8 +184,21 @@ class DreamingActivities:
             dream.books.save_cursor(_advance(cursor, taken, audit_offset))
         return result
 
+    def _taint_from(self, dream: Dream, items: list[dict[str, Any]]) -> None:
+        """A dream of tainted runs reads what they did: it is tainted too (its notes
+        say so in their provenance, and their promotion, a person's, is audited so)."""
+        gate = self.stores.gate
+        if gate is None:
+            return
+        for item in items:
+            found = gate.book.status(str(item["workflow_id"]), materialize=False)
+            if found is not None:
+                reason = f"consolidates tainted run {found.workflow_id} ({found.reason})"
+                gate.book.taint(dream.workflow_id, "tainted-memory", reason)
+                return
+
     async def _list_closed(
-        self, dream: _Dream, cursor: Cursor, request: FindRunsRequest
+        self, dream: Dream, cursor: Cursor, request: FindRunsRequest
     ) -> tuple[list[dict[str, Any]], set[str]]:
         """The target's runs closed since ``cursor``, oldest first, and the IDs of its
         runs still going (their audit entries wait for a later dream)."""
@@ -226,6 +211,7 @@ class DreamingActivities:
             query += f" AND CloseTime >= '{_visibility_time(cursor.close_time)}'"
         consumed = set(cursor.workflow_ids)
         client = activity.client()
+        queue = activity.info().task_queue
         found: list[tuple[datetime, str, str, str]] = []
         seen = 0
         async for execution in client.list_workflows(query):
@@ -242,6 +228,10 @@ class DreamingActivities:
                 or (closed == cursor.close_time and execution.id in consumed)
             ):
                 continue
+            if not await self.config.callers.ran_here(
+                client, execution.id, execution.run_id, execution.task_queue, queue
+            ):
+                continue  # a forged run, or a later run refused under a taken ID
             status = execution.status.name if execution.status is not None else "UNKNOWN"
             found.append((closed, execution.id, execution.run_id, status))
         found.sort()
@@ -260,7 +250,7 @@ class DreamingActivities:
     async def extract(self, request: ExtractRequest) -> ExtractResult:
         """Extract one batch of runs into records and run files. Each run's record is
         kept as it is made, so a retried batch resumes where the last attempt stopped."""
-        dream = self._dream()
+        dream = await self._dream()
         source = dream.inputs(request.batch)
         try:
             chunk = json.loads(source.read_text(encoding="utf-8"))
@@ -331,7 +321,7 @@ class DreamingActivities:
     async def consolidate(self, request: ConsolidateRequest) -> ConsolidateResult:
         """The model-free path: the consolidator writes the notes into dreaming's own
         store; its state waits beside the proposal for an approval."""
-        dream = self._dream()
+        dream = await self._dream()
         memory, _ = await asyncio.to_thread(read_memory, dream.stores, dream.target_store)
         context = DreamContext(
             target=dream.target,
@@ -364,7 +354,7 @@ class DreamingActivities:
         """The proposal: each file of dreaming's store for the target that this dream
         wrote (by its own commands, memory calls or consolidator) and that differs from
         the target's file as the dream read it."""
-        dream = self._dream()
+        dream = await self._dream()
         base: dict[str, str] = dream.books.read(dream.workflow_id, "base.json", {})
         runs: list[str] = dream.books.read(dream.workflow_id, "runs.json", [])
         offset: int = dream.books.read(dream.workflow_id, "own_offset.json", 0)
@@ -390,13 +380,15 @@ class DreamingActivities:
                     sources_count=count,
                 )
             )
-        return ProposeResult(changes=tuple(changes[:MAX_CHANGES]), changes_count=len(changes))
+        saved = await asyncio.to_thread(dream.save_proposal, tuple(changes[:MAX_CHANGES]))
+        return ProposeResult(changes=saved, changes_count=max(len(changes), len(saved)))
 
     @activity.defn(name=DREAM_SHOW)
     async def show(self, request: ShowRequest) -> ShowResult:
-        dream = self._dream()
+        dream = await self._dream()
+        proposal = dream.saved_proposal()
         text = await asyncio.to_thread(
-            render_diff, dream.target, dream.stores, dream.own, dream.target_store, request.changes
+            render_diff, dream.target, dream.stores, dream.own, dream.target_store, proposal
         )
         full = dream.books.proposal(dream.workflow_id) / "diff.txt"
         write_atomic(full, text.encode("utf-8"))
@@ -408,77 +400,20 @@ class DreamingActivities:
 
     @activity.defn(name=DREAM_PROMOTE)
     async def promote(self, request: PromoteRequest) -> PromotionOutcome:
-        """Copy the chosen changes into the target, each compare-and-set against the
-        version the dream read. Any conflict writes nothing and is reported."""
-        dream = self._dream()
-        by_path = {c.path: c for c in request.changes}
-        only = request.decision.only
-        unknown = [p for p in only if p not in by_path]
-        if unknown:
-            return PromotionOutcome(
-                conflicts=tuple(
-                    f"{p}: not a change of {dream.workflow_id} (its changes: "
-                    f"{', '.join(by_path) or 'none'})"
-                    for p in unknown
-                )
-            )
-        chosen = [by_path[p] for p in only] if only else list(request.changes)
-        dropped = tuple(p for p in by_path if only and p not in only)
-        plan: list[tuple[int, FileChange, bytes | None]] = []
-        conflicts: list[str] = []
-        for change in chosen:
-            index = list(by_path).index(change.path)
-            provenance = dream.provenance(index, actor=request.decision.who)
-            if self.stores.recorded(dream.target_store, provenance) is not None:
-                plan.append((index, change, None))  # promoted by an earlier attempt
-                continue
-            current = await asyncio.to_thread(dream.stores.read, dream.target_store, change.path)
-            if current.content_sha256 != change.base_sha256:
-                seen = current.content_sha256[:12] if current.content_sha256 else "absent"
-                read = change.base_sha256[:12] if change.base_sha256 else "absent"
-                conflicts.append(
-                    f"{dream.target_store}:{change.path} changed since {dream.workflow_id} "
-                    f"read it (read {read}, now {seen}); approve the other paths with --only, "
-                    "or reject and let the next dream read the new version"
-                )
-                continue
-            content = self.stores.blob(dream.own, change.sha256)
-            if content is None:
-                conflicts.append(
-                    f"{change.path}: the proposed version is no longer kept in dreaming's store"
-                )
-                continue
-            plan.append((index, change, content))
-        if conflicts:
-            return PromotionOutcome(conflicts=tuple(conflicts))
-        promoted: list[str] = []
-        for index, change, content in plan:
-            if content is not None:
-                try:
-                    await asyncio.to_thread(
-                        self.stores.write,
-                        dream.target_store,
-                        change.path,
-                        content,
-                        provenance=dream.provenance(index, actor=request.decision.who),
-                        if_sha256=change.base_sha256 or ABSENT,
-                    )
-                except ApplicationError as err:
-                    if err.type not in NON_RETRYABLE:
-                        raise
-                    conflicts.append(f"{dream.target_store}:{change.path}: {err.message}")
-                    continue
-            promoted.append(change.path)
-        if not conflicts:
-            dream.books.adopt_state(dream.workflow_id)
-        return PromotionOutcome(
-            promoted=tuple(promoted), dropped=dropped, conflicts=tuple(conflicts)
+        """Promote the dream's saved proposal as the reviewer's recorded decision says
+        (``_promotion``): never a change list or an approver from the request."""
+        dream = await self._dream()
+        proposal = dream.saved_proposal()
+        info = activity.info()
+        decision = await recorded_decision(
+            activity.client(), dream.workflow_id, info.workflow_run_id or "", request.update_id
         )
+        return await promote(dream, proposal, decision)
 
     @activity.defn(name=DREAM_RELEASE)
     async def release(self, request: ReleaseRequest) -> None:
         """Give an unreviewed dream's runs back: the target's next dream reads them."""
-        dream = self._dream()
+        dream = await self._dream()
         items: list[dict[str, Any]] = []
         for batch in range(request.batches):
             try:

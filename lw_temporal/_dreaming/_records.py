@@ -234,8 +234,10 @@ class ProposeResult(FrozenModel):
 
 
 class PromoteRequest(FrozenModel):
-    changes: tuple[FileChange, ...]
-    decision: Decision
+    """Which reviewer's ``approve`` update to carry out: the decision itself is read
+    from the dream's history on the server, the changes from the saved proposal."""
+
+    update_id: str = Field(min_length=1, max_length=1_000)
 
 
 class ReleaseRequest(FrozenModel):
@@ -243,7 +245,8 @@ class ReleaseRequest(FrozenModel):
 
 
 class ShowRequest(FrozenModel):
-    changes: tuple[FileChange, ...]
+    """How much of the saved proposal's diff to return."""
+
     max_bytes: int = Field(default=64 * 1024, gt=0, le=1024 * 1024)
 
 

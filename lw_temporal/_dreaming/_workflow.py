@@ -15,7 +15,7 @@ from temporalio.common import RetryPolicy
 from .._agent import AgentInput
 from .._errors import INVALID_REQUEST, INVALID_WORKFLOW_ID, NON_RETRYABLE, lw_error
 from .._ids import DREAMING_WORKFLOW, InvalidWorkflowId, Role, parse_workflow_id_for_type
-from .._workflows import _Agent
+from .._loop import _Agent
 from ._records import (
     DREAM_CONSOLIDATE,
     DREAM_EXTRACT,
@@ -66,6 +66,12 @@ async def _call(
         retry_policy=_ACTIVITY_RETRY,
     )
     return result
+
+
+def _update_id() -> str:
+    info = workflow.current_update_info()
+    assert info is not None  # called in the approve handler
+    return info.id
 
 
 def dream_task(target: str, runs: int) -> str:
@@ -187,7 +193,7 @@ class DreamingWorkflow(_Agent):
     async def show(self, max_bytes: int) -> ShowResult:
         return await _call(
             DREAM_SHOW,
-            ShowRequest(changes=self._outcome.changes, max_bytes=max_bytes),
+            ShowRequest(max_bytes=max_bytes),
             ShowResult,
             2,
         )
@@ -208,7 +214,7 @@ class DreamingWorkflow(_Agent):
         try:
             outcome = await _call(
                 DREAM_PROMOTE,
-                PromoteRequest(changes=self._outcome.changes, decision=decision),
+                PromoteRequest(update_id=_update_id()),
                 PromotionOutcome,
                 5,
             )

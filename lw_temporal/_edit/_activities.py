@@ -47,7 +47,7 @@ class EditActivities:
         return await self._run(MEMORY, request)
 
     async def _run(self, voice: Voice, request: NativeRequest) -> ToolOutcome:
-        scope = self.memory.config.activity_scope()
+        scope = await self.memory.config.activity_scope()
         provenance = Provenance.from_activity(scope)
         stores = self.memory.stores
         return await self.memory._run(

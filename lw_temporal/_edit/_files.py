@@ -29,6 +29,7 @@ from temporalio.exceptions import ApplicationError
 
 from .._errors import MEMORY_CONFLICT
 from .._memory import ABSENT, MemoryStores, Provenance, _fs
+from .._memory._held import Viewed
 from .._sandbox import SandboxUser
 from .._scope import Scope
 from ._paths import Place, ToolError
@@ -100,6 +101,8 @@ class Files:
     def kind(self, place: Place) -> Kind | None:
         if place.mount is None or not place.parts:
             return "dir"
+        if (viewed := self._held_view(place)) is not None:
+            return viewed.kind
         root_fd = _fs.open_root(self._root(place), create=False, shown=place.shown)
         if root_fd is None:
             return None
@@ -118,6 +121,31 @@ class Files:
         """The whole text of a file (``None`` if absent)."""
         if place.mount is None or not place.parts:
             raise ToolError(f"{place.shown} is a directory")
+        text = self._read(place)
+        if text is not None and self.stores.gate is not None and place.mount.store is not None:
+            self.stores.gate.saw(self.scope, place.mount, [place.rel])
+        return text
+
+    def _held_view(self, place: Place) -> Viewed | None:
+        """``place`` in the run's held changes, when it is tainted and holds some for
+        the store (``None``: the store as it is)."""
+        gate = self.stores.gate
+        if gate is None or place.mount is None or place.mount.store is None:
+            return None
+        held = gate.held_for(self.scope, place.mount.store)
+        current = None if held is None else held.load()
+        if held is None or current is None:
+            return None
+        return held.view(current, "/".join(place.parts))
+
+    def _read(self, place: Place) -> Text | None:
+        assert place.mount is not None
+        if (viewed := self._held_view(place)) is not None:
+            if viewed.kind == "dir":
+                raise ToolError(f"{place.shown} is a directory")
+            if viewed.content is None:
+                return None
+            return Text(_decode(viewed.content, place.shown), viewed.sha or "")
         root_fd = _fs.open_root(self._root(place), create=False, shown=place.shown)
         if root_fd is None:
             return None
@@ -165,6 +193,24 @@ class Files:
         return entries, cut
 
     def _walk(self, place: Place, depth: int, entries: list[Entry]) -> tuple[list[Entry], bool]:
+        start = len(entries)
+        found = self._walk_view(place, depth, entries)
+        gate, mount = self.stores.gate, place.mount
+        if gate is not None and mount is not None and mount.store is not None:
+            gate.saw(self.scope, mount, [str(e.virtual.relative_to(mount.virtual))
+                                         for e in entries[start:]])  # fmt: skip
+        return found
+
+    def _walk_view(
+        self, place: Place, depth: int, entries: list[Entry]
+    ) -> tuple[list[Entry], bool]:
+        gate, mount = self.stores.gate, place.mount
+        held = None
+        if gate is not None and mount is not None and mount.store is not None:
+            held = gate.held_for(self.scope, mount.store)
+        current = None if held is None else held.load()
+        if held is not None and current is not None:
+            return entries, _held_walk(held.files_below(current, place.rel), place, depth, entries)
         root_fd = _fs.open_root(self._root(place), create=False, shown=place.shown)
         if root_fd is None:
             return entries, False
@@ -243,6 +289,24 @@ class Files:
         if place.mount is None or place.mount.store is None:
             return False
         return self.stores.recorded(place.mount.store, self.provenance) is not None
+
+
+def _held_walk(
+    below: list[tuple[str, str, int]], place: Place, depth: int, entries: list[Entry]
+) -> bool:
+    """:func:`_walk_dir` over a run's held view (``below``: its paths under the place)."""
+    base = len(place.parts)
+    for path, kind, size in below:
+        parts = path.split("/")[base:]
+        if not parts or len(parts) > depth or any(p.startswith(".") for p in parts):
+            continue
+        if kind not in ("file", "dir"):
+            continue
+        if len(entries) >= LIST_CAP:
+            return True
+        entries.append(Entry(place.virtual.joinpath(*parts), "file" if kind == "file" else "dir",
+                             size if kind == "file" else 0))  # fmt: skip
+    return False
 
 
 def _walk_dir(fd: int, folder: PurePosixPath, depth: int, entries: list[Entry]) -> bool:

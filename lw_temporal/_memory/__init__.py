@@ -12,8 +12,17 @@ from ._activities import (
     WRITE,
     MemoryActivities,
 )
-from ._manifest import read_manifest, readers
+from ._gate import TaintGate
+from ._manifest import read_manifest, readers, tainted_readers
 from ._names import STORE_FORMS, StoreNotFound
+from ._quarantine import (
+    HeldFile,
+    HeldRun,
+    QuarantineOutcome,
+    QuarantinePolicy,
+    QuarantineReview,
+    StoreOutcome,
+)
 from ._records import (
     ABSENT,
     AuditEntry,
@@ -57,6 +66,8 @@ __all__ = [
     "WRITE",
     "AuditEntry",
     "Embedder",
+    "HeldFile",
+    "HeldRun",
     "LedgerRecord",
     "ListEntry",
     "ListResult",
@@ -74,6 +85,9 @@ __all__ = [
     "MutationResult",
     "Provenance",
     "PruneResult",
+    "QuarantineOutcome",
+    "QuarantinePolicy",
+    "QuarantineReview",
     "ReadResult",
     "RedactResult",
     "SearchHit",
@@ -82,8 +96,11 @@ __all__ = [
     "StagedChangeResult",
     "StagedCommitResult",
     "StoreNotFound",
+    "StoreOutcome",
+    "TaintGate",
     "VersionInfo",
     "VersionRetention",
     "read_manifest",
     "readers",
+    "tainted_readers",
 ]

@@ -48,6 +48,8 @@ from ._records import (
 )
 from ._search import Embedder, Query, SearchTarget, run_search
 from ._stores import MemoryStores
+from ._viewing import searched as _searched
+from ._viewing import viewed_listing
 
 READ = "lw.memory.read"
 WRITE = "lw.memory.write"
@@ -126,14 +128,27 @@ class MemoryActivities:
     async def read(self, request: MemoryReadRequest) -> ReadResult:
         """A file's content and ``content_sha256``; an absent file reads as
         ``exists=False``, so a store never written is simply empty."""
-        _scope, mount, rel = self._resolve(request.path, write=False)
+        scope, mount, rel = await self._resolve(request.path, write=False)
+        return await self._run(lambda _c: self._read(scope, mount, rel, request))
+
+    def _read(self, scope: Scope, mount: Mount, rel: str, request: MemoryReadRequest) -> ReadResult:
+        """A read of the run's view (its held changes over the store, when it is
+        tainted and holds some), tainting it when what it read is untrusted input."""
         assert mount.store is not None
-        store = mount.store
-        return await self._run(
-            lambda _c: self.stores.read(
-                store, rel, offset=request.offset, max_bytes=request.max_bytes, shown=request.path
-            )
-        )
+        gate = self.stores.gate
+        held = None if gate is None else gate.held_for(scope, mount.store)
+        current = None if held is None else held.load()
+        if held is not None and current is not None:
+            clean = "/".join(_fs.clean_relative(rel, request.path))
+            result = held.read(current, clean, request.path, request.offset, request.max_bytes)
+        else:
+            result = self.stores.read(
+                mount.store, rel, offset=request.offset, max_bytes=request.max_bytes,
+                shown=request.path,
+            )  # fmt: skip
+        if gate is not None and result.exists:
+            gate.saw(scope, mount, ["/".join(_fs.clean_relative(rel, request.path))])
+        return result
 
     @activity.defn(name=WRITE)
     async def write(self, request: MemoryWriteRequest) -> MutationResult:
@@ -184,7 +199,7 @@ class MemoryActivities:
     @activity.defn(name=RENAME)
     async def rename(self, request: MemoryRenameRequest) -> MutationResult:
         """Move a file or folder within its store: versions and audit on both names."""
-        _scope, to_mount, to_rel = self._resolve(request.new_path, write=True)
+        _scope, to_mount, to_rel = await self._resolve(request.new_path, write=True)
         assert to_mount.store is not None
         store = to_mount.store
         return await self._mutation(
@@ -211,11 +226,11 @@ class MemoryActivities:
     async def list_memory(self, request: MemoryListRequest) -> ListResult:
         """Files and folders below a memory path; ``/mnt/memory`` lists every store
         the scope shows."""
-        scope = self.config.activity_scope()
+        scope = await self.config.activity_scope()
         path = self._virtual(request.path)
         mount = scope.mount_at(path)
         if mount is not None and mount.store is not None:
-            return await self._run(lambda _c: self._list_mount(mount, path, request))
+            return await self._run(lambda _c: self._list_mount(mount, path, request, scope))
         below = [
             m
             for m in scope.mounts
@@ -223,20 +238,24 @@ class MemoryActivities:
         ]
         if not below:
             raise self._outside(scope, request.path)
-        return await self._run(lambda _c: self._list_many(below, request))
+        return await self._run(lambda _c: self._list_many(below, request, scope))
 
     @activity.defn(name=SEARCH)
     async def search(self, request: MemorySearchRequest) -> MemorySearchResult:
         """Ranked hits for a query over the memory the caller's role may read: its
         memory mounts (all, or those ``stores`` and ``path`` name), never another."""
-        scope = self.config.activity_scope()
+        scope = await self.config.activity_scope()
         targets = self._search_targets(scope, request)
         embedder = self.embedder
         query = Query(
             self.stores, targets, request.query, request.limit,
             None if embedder is None else embedder.name,
         )  # fmt: skip
-        return await run_search(query, embedder, self._run)
+        result = await run_search(query, embedder, self._run)
+        gate = self.stores.gate
+        if gate is None:
+            return result
+        return await self._run(lambda _c: _searched(gate, scope, targets, result))
 
     def _search_targets(self, scope: Scope, request: MemorySearchRequest) -> list[SearchTarget]:
         """The stores a search covers: only memory mounts of ``scope``; ``stores``
@@ -271,19 +290,24 @@ class MemoryActivities:
 
     # -- helpers ------------------------------------------------------------------------
     def _list_mount(
-        self, mount: Mount, path: PurePosixPath, request: MemoryListRequest
+        self, mount: Mount, path: PurePosixPath, request: MemoryListRequest, scope: Scope
     ) -> ListResult:
         assert mount.store is not None
         rel = "/".join(path.relative_to(mount.virtual).parts)
         listed = self.stores.list_files(
             mount.store, rel, recursive=request.recursive, limit=request.limit, shown=str(path)
         )
+        gate = self.stores.gate
+        if gate is not None:
+            listed = viewed_listing(gate, scope, mount, rel, listed, request)
         entries = tuple(
             e.model_copy(update={"path": f"{mount.virtual}/{e.path}"}) for e in listed.entries
         )
         return ListResult(path=str(path), entries=entries, truncated=listed.truncated)
 
-    def _list_many(self, mounts: list[Mount], request: MemoryListRequest) -> ListResult:
+    def _list_many(
+        self, mounts: list[Mount], request: MemoryListRequest, scope: Scope
+    ) -> ListResult:
         entries: list[ListEntry] = []
         truncated = False
         for mount in sorted(mounts, key=lambda m: str(m.virtual)):
@@ -292,7 +316,7 @@ class MemoryActivities:
                 break
             entries.append(ListEntry(path=str(mount.virtual), kind="dir"))
             if request.recursive:
-                sub = self._list_mount(mount, mount.virtual, request)
+                sub = self._list_mount(mount, mount.virtual, request, scope)
                 room = request.limit - len(entries)
                 entries += sub.entries[:room]
                 truncated = truncated or sub.truncated or len(sub.entries) > room
@@ -317,8 +341,8 @@ class MemoryActivities:
             f"store it can see; its memory mounts are: {shown or 'none'}",
         )
 
-    def _resolve(self, path: str, *, write: bool) -> tuple[Scope, Mount, str]:
-        scope = self.config.activity_scope()
+    async def _resolve(self, path: str, *, write: bool) -> tuple[Scope, Mount, str]:
+        scope = await self.config.activity_scope()
         virtual = self._virtual(path)
         mount = scope.mount_at(virtual)
         if mount is None or mount.store is None:
@@ -340,7 +364,7 @@ class MemoryActivities:
         """The one way in for a mutation: resolve ``path`` in the caller's scope
         (writable mounts only), take the activity's provenance, run ``apply`` in a
         thread while heartbeating."""
-        scope, mount, rel = self._resolve(path, write=True)
+        scope, mount, rel = await self._resolve(path, write=True)
         assert mount.store is not None
         target = _Target(mount.store, rel, path, Provenance.from_activity(scope))
         result = await self._run(lambda cancel: apply(target, cancel))

@@ -41,13 +41,14 @@ def bash_committer(stores: MemoryStores) -> Committer:
         result = stores.commit_staged(store, changes, Provenance.from_activity(scope))
         if result.applied:
             # A retried command gets what its first attempt committed (the ledger's
-            # record, capped), not what it staged this time.
+            # record, capped), not what it staged this time; a held one what it changed
+            # in the run's held state (its overlay held all of that state).
             applied = (
                 [StoreChange(c.path, c.kind) for c in result.changes]
-                if result.replayed
+                if result.replayed or result.held
                 else list(changes)
             )
-            return CommitOutcome(applied=applied, refused=[])
+            return CommitOutcome(applied=applied, refused=[], held=result.held)
         refused = [
             (c.path, c.reason if c.status == "rejected" and c.reason else ROLLED_BACK)
             for c in result.changes

@@ -47,7 +47,7 @@ class FileOp:
         if self.kind == "delete":
             return _delete(self, provenance)
         if self.kind == "replace":
-            return file_body(self, provenance, _replacer(self, provenance))
+            return file_body(self, provenance, replacer(self, provenance))
         content = self.content
         return file_body(self, provenance, lambda _old: content)
 
@@ -108,7 +108,7 @@ def _append(op: FileOp, provenance: Provenance) -> Body:
     return body
 
 
-def _replacer(op: FileOp, provenance: Provenance) -> Callable[[bytes | None], bytes]:
+def replacer(op: FileOp, provenance: Provenance) -> Callable[[bytes | None], bytes]:
     """``str_replace``: the single occurrence of ``old`` becomes ``new``."""
     where, old, new = op.shown, op.old, op.new
 

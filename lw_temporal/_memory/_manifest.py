@@ -29,6 +29,7 @@ from temporalio.exceptions import ApplicationError
 
 from .._ids import DataLayout
 from .._scope import Scope, StoreRef
+from .._taint import TaintBook
 from . import _fs
 from ._records import ManifestStore, RunManifest
 
@@ -111,21 +112,28 @@ def _record(
 
 
 def read_manifest(layout: DataLayout, workflow_id: str) -> RunManifest | None:
+    """The run's manifest, with its taint (the worker's record, own or inherited
+    through its tree) when it is tainted."""
     try:
-        return RunManifest.model_validate_json(manifest_path(layout, workflow_id).read_bytes())
+        found = RunManifest.model_validate_json(manifest_path(layout, workflow_id).read_bytes())
     except FileNotFoundError:
         return None
+    taint = TaintBook(layout).status(workflow_id, materialize=False)
+    return found if taint is None else found.model_copy(update={"tainted": taint})
 
 
 def manifests(layout: DataLayout) -> Iterator[RunManifest]:
     folder = manifests_dir(layout)
     if not folder.is_dir():
         return
+    book = TaintBook(layout)
     for path in sorted(folder.glob("*.json")):
         try:
-            yield RunManifest.model_validate_json(path.read_bytes())
+            found = RunManifest.model_validate_json(path.read_bytes())
         except (OSError, ValueError):
             continue
+        taint = book.status(found.workflow_id, materialize=False)
+        yield found if taint is None else found.model_copy(update={"tainted": taint})
 
 
 def readers(stores: MemoryStores, store: StoreRef, rel: str, sha: str) -> list[RunManifest]:
@@ -150,3 +158,26 @@ def readers(stores: MemoryStores, store: StoreRef, rel: str, sha: str) -> list[R
         and any(start <= m.started and (end is None or m.started < end) for start, end in spans)
     ]
     return sorted(found, key=lambda m: m.started)
+
+
+def tainted_readers(stores: MemoryStores, store: StoreRef, rel: str) -> list[tuple[str, str]]:
+    """Who read a tainted version of ``rel``: ``(workflow id, how)``, in time order.
+    A run that read the file while a tainted run's version of it was marked (its taint
+    record or events say so), and every run that started while a version a tainted run
+    wrote (a released one included) was current, with that version."""
+    found: dict[str, tuple[str, str]] = {}
+    book = TaintBook(stores.layout)
+    wanted = f"{store}:{rel}"
+    for record in book.records():
+        for event in book.events(record.workflow_id):
+            if event.read == wanted:
+                found.setdefault(record.workflow_id, (event.time, f"read it: {event.reason}"))
+    for version in stores.versions(store, rel):
+        if not version.tainted:
+            continue
+        for manifest in readers(stores, store, rel, version.sha256):
+            how = (
+                f"started while {version.sha256[:12]} ({version.op} by {version.by()}) was current"
+            )
+            found.setdefault(manifest.workflow_id, (manifest.started, how))
+    return [(wf, how) for wf, (_t, how) in sorted(found.items(), key=lambda kv: kv[1][0])]

@@ -6,14 +6,22 @@ the admin API and records name a store and a path relative to its root.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import AliasChoices, ConfigDict, Field, field_validator
+from pydantic import (
+    AliasChoices,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 from temporalio import activity
 
 from .._base import FrozenModel
 from .._scan import Finding
 from .._scope import Scope
+from .._taint import TaintRecord
 
 #: ``if_sha256`` value meaning "the file must not exist yet" (create-only).
 ABSENT = "absent"
@@ -24,13 +32,34 @@ DEFAULT_READ_BYTES = 256 * 1024
 MAX_READ_BYTES = 1024 * 1024
 
 
-class Provenance(FrozenModel):
+class _Sparse(FrozenModel):
+    """Leaves the fields of ``_sparse`` out of its dump while they are false, so that
+    records and results of untainted runs are byte for byte what they were before
+    taint existed (audit lines, journal records, activity results in histories)."""
+
+    _sparse: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _without_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in self._sparse:
+                if not data.get(name, True):
+                    data.pop(name, None)
+        return data
+
+
+class Provenance(_Sparse):
     """Who made a mutation: the activity that ran it, or an admin ``actor``.
 
     ``idempotency_key`` is (namespace, workflow id, run id, activity id): the same for
     every attempt of one activity, so a retry finds the result its first attempt
-    recorded.
+    recorded. ``tainted``: the run that made it had read untrusted input (the worker's
+    taint record said so when it committed; a release from quarantine keeps it, with
+    the releaser as ``actor``).
     """
+
+    _sparse = ("tainted",)
 
     namespace: str | None = None
     workflow_id: str | None = None
@@ -41,6 +70,7 @@ class Provenance(FrozenModel):
     attempt: int | None = None
     role: str | None = None
     actor: str | None = None
+    tainted: bool = False
 
     @classmethod
     def from_activity(cls, scope: Scope, *, actor: str | None = None) -> Provenance:
@@ -86,6 +116,7 @@ class Provenance(FrozenModel):
             who += f" activity {self.activity_type or self.activity_id}"
         if self.attempt is not None:
             who += f" attempt {self.attempt}"
+        who += " (tainted)" if self.tainted else ""
         return who + (f" (approved by {self.actor})" if self.actor else "")
 
     def who(self) -> str:
@@ -113,9 +144,13 @@ class AuditEntry(Provenance):
     detail: dict[str, str] | None = None
 
 
-class MutationResult(FrozenModel):
+class MutationResult(_Sparse):
     """What a mutation did. ``replayed`` is true when a retried activity got the
-    result its earlier attempt recorded instead of applying the change again."""
+    result its earlier attempt recorded instead of applying the change again;
+    ``held``: the writing run is tainted and the change waits in quarantine (only the
+    run itself sees it until a person releases it)."""
+
+    _sparse = ("held",)
 
     path: str
     op: str
@@ -125,6 +160,7 @@ class MutationResult(FrozenModel):
     findings: tuple[Finding, ...] = ()
     deleted: tuple[str, ...] = ()
     replayed: bool = False
+    held: bool = False
 
 
 class ReadResult(FrozenModel):
@@ -160,8 +196,12 @@ class ListResult(FrozenModel):
     truncated: bool = False
 
 
-class VersionInfo(FrozenModel):
-    """One kept version of a file; ``available`` is false if its content is gone."""
+class VersionInfo(_Sparse):
+    """One kept version of a file; ``available`` is false if its content is gone;
+    ``tainted``: written by a tainted run (released from quarantine by ``actor``, or
+    straight into a store not quarantined for it)."""
+
+    _sparse = ("tainted",)
 
     sha256: str
     bytes: int
@@ -170,10 +210,11 @@ class VersionInfo(FrozenModel):
     workflow_id: str | None = None
     actor: str | None = None
     available: bool = True
+    tainted: bool = False
 
     def by(self) -> str:
         """Who made this version, for people."""
-        return Provenance(workflow_id=self.workflow_id, actor=self.actor).by()
+        return Provenance(workflow_id=self.workflow_id, actor=self.actor, tainted=self.tainted).by()
 
 
 class RedactResult(FrozenModel):
@@ -197,8 +238,11 @@ class StagedChangeResult(FrozenModel):
     findings: tuple[Finding, ...] = ()
 
 
-class StagedCommitResult(FrozenModel):
-    """All of one command's changes to one store, applied together or not at all."""
+class StagedCommitResult(_Sparse):
+    """All of one command's changes to one store, applied together or not at all
+    (``held``: into the writing run's quarantine, not the store)."""
+
+    _sparse = ("held",)
 
     store: str
     applied: bool
@@ -206,6 +250,7 @@ class StagedCommitResult(FrozenModel):
     #: Per-path results left out of ``changes`` (it is capped; refusals come first).
     omitted: int = 0
     replayed: bool = False
+    held: bool = False
 
     @property
     def reasons(self) -> list[str]:
@@ -253,6 +298,9 @@ class RunManifest(FrozenModel):
     pipeline_key: str | None
     started: str
     stores: tuple[ManifestStore, ...] = ()
+    #: Filled in when read (the manifest file never changes): the worker's taint
+    #: record of the run, if it is tainted.
+    tainted: TaintRecord | None = Field(default=None, exclude=True)
 
 
 class LedgerRecord(FrozenModel):

@@ -22,6 +22,8 @@ from ._records import MutationResult, Provenance
 from ._txn import Txn
 
 if TYPE_CHECKING:
+    from ._gate import TaintGate
+    from ._holding import Hold
     from ._writer import StoreWriter
 
 
@@ -105,9 +107,17 @@ def _tree(
 
 
 class StoreMoves:
-    """Renames for :class:`MemoryStores` (a mixin: it needs ``_writer``)."""
+    """Renames for :class:`MemoryStores` (a mixin: it needs ``_writer``, and the
+    taint gate's routing of :class:`StoreQuarantine`)."""
 
     _writer: StoreWriter
+    gate: TaintGate | None
+
+    if TYPE_CHECKING:
+
+        def _route(
+            self, store: StoreRef, provenance: Provenance, *rels: str
+        ) -> tuple[Provenance, Hold | None]: ...
 
     def rename(
         self,
@@ -124,7 +134,13 @@ class StoreMoves:
         one store; the result names the new path and, in ``deleted``, the old files."""
         shown = shown or f"{store}:{path}"
         new_shown = new_shown or f"{store}:{new_path}"
+        provenance, hold = self._route(store, provenance, new_path)
+        if hold is not None:
+            return hold.rename(path, new_path, provenance, shown, new_shown)
         old = _fs.clean_relative(path, shown)
         new = _fs.clean_relative(new_path, new_shown)
         body = rename_body(old, new, shown, new_shown, provenance.who())
-        return self._writer.mutate(store, provenance, "rename", body, MutationResult, cancel)
+        result = self._writer.mutate(store, provenance, "rename", body, MutationResult, cancel)
+        if self.gate is not None:
+            self.gate.moved(store, "/".join(old), "/".join(new), provenance)
+        return result

@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -46,11 +46,12 @@ from .._scan import DefaultScanner, Scanner
 from .._scope import StoreKind, StoreRef
 from . import _fs
 from ._apply import checkpoint, recover
-from ._fileops import FileOp, file_body
+from ._fileops import FileOp, file_body, replacer
 from ._index import Usage, tree_id
 from ._journal import Cancelled, locked
 from ._names import STORE_FORMS, StoreNotFound, redaction_pattern
 from ._prune import StoreRetention
+from ._quarantine import StoreQuarantine
 from ._reads import list_files, read, read_bytes
 from ._records import (
     AuditEntry,
@@ -72,12 +73,15 @@ from ._txn import StoreFiles
 from ._versions import history, sha256
 from ._writer import StoreWriter
 
+if TYPE_CHECKING:
+    from ._gate import TaintGate
+
 __all__ = ["STORE_FORMS", "Cancelled", "MemoryStores", "StoreNotFound"]
 
 _R = TypeVar("_R", bound=BaseModel)
 
 
-class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
+class MemoryStores(StoreSearch, StoreMoves, StoreRetention, StoreQuarantine):
     """The memory stores of one data dir.
 
     Args:
@@ -103,6 +107,7 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
         self._writer = StoreWriter(
             self.state_dir, self.root, self.scanner, self.quota, lock_timeout
         )
+        self.gate: TaintGate | None = None  # see StoreQuarantine
 
     @classmethod
     def for_config(
@@ -179,6 +184,9 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
         cancel: threading.Event | None = None,
     ) -> MutationResult:
         """Create or replace a file."""
+        provenance, hold = self._route(store, provenance, path)
+        if hold is not None:
+            return hold.file_op(path, provenance, "write", shown, lambda _o: content, if_sha256)
         op = FileOp("write", path, shown or f"{store}:{path}", content, if_sha256=if_sha256)
         return self._file_op(store, op, provenance, cancel)
 
@@ -196,7 +204,14 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
         """Add ``content`` at the end of a file (creating it). It costs what it adds:
         the file is not read, re-hashed or copied, and only the added bytes (with the
         seam before them) are scanned (see :mod:`._fileops`)."""
-        op = FileOp("append", path, shown or f"{store}:{path}", content, if_sha256=if_sha256)
+        shown = shown or f"{store}:{path}"
+        provenance, hold = self._route(store, provenance, path)
+        if hold is not None:
+            return hold.file_op(
+                path, provenance, "append", shown, lambda old: (old or b"") + content,
+                if_sha256, append=content,
+            )  # fmt: skip
+        op = FileOp("append", path, shown, content, if_sha256=if_sha256)
         return self._file_op(store, op, provenance, cancel)
 
     def replace(
@@ -214,6 +229,10 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
         """Replace the single occurrence of ``old`` with ``new`` (``str_replace``)."""
         where = shown or f"{store}:{path}"
         op = FileOp("replace", path, where, old=old, new=new, if_sha256=if_sha256)
+        provenance, hold = self._route(store, provenance, path)
+        if hold is not None:
+            edit = replacer(op, provenance)
+            return hold.file_op(path, provenance, "replace", where, edit, if_sha256)
         return self._file_op(store, op, provenance, cancel)
 
     def restore(
@@ -262,6 +281,9 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
     ) -> MutationResult:
         """Remove a file, or a folder with everything in it when ``recursive``."""
         where = shown or f"{store}:{path}"
+        provenance, hold = self._route(store, provenance, path)
+        if hold is not None:
+            return hold.delete(path, provenance, recursive, if_sha256, where)
         op = FileOp("delete", path, where, if_sha256=if_sha256, recursive=recursive)
         return self._file_op(store, op, provenance, cancel)
 
@@ -286,6 +308,9 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
         command's own result) is kept in the idempotency ledger with the commit, for
         :meth:`recorded`. ``heartbeat`` is called as the changes are checked.
         """
+        provenance, hold = self._route(store, provenance, *(c.path for c in changes))
+        if hold is not None:
+            return hold.staged(changes, provenance)
         body = staged_body(store, changes, heartbeat)
         return self._writer.mutate(
             store, provenance, "bash", body, StagedCommitResult, cancel, attachment=attachment
@@ -376,6 +401,8 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention):
         key = provenance.idempotency_key
         if key is None:
             return None
+        if (held := self._held_record(store, provenance)) is not None:
+            return held
         files = self.files(store)
         if files.journal.pending() is not None:
             # a crashed commit is rolled forward first: its ledger record may be in

@@ -335,5 +335,6 @@ def history(
                 workflow_id=entry.workflow_id,
                 actor=entry.actor,
                 available=available,
+                tainted=entry.tainted,
             )
     return list(seen.values())

@@ -6,8 +6,9 @@ and namespace on this host, for a client command given no keys), ``_remote`` (a 
 served over HTTP, for a client without the key store), ``_server`` (the codec server
 Temporal's UI and CLI call), ``_places`` (where the agents' runs leave text outside
 memory: conversations, dream bookkeeping, run scratch; read and rewritten by
-descriptor), ``_forget``, ``_forget_memory`` and ``_forget_search`` (erasing a run
-tree; the last scrubs memory search's index of what a revert took back), ``_reach`` (a
+descriptor), ``_forget``, ``_forget_memory``, ``_forget_search`` and
+``_forget_quarantine`` (erasing a run tree; the search index is scrubbed of what a
+revert took back, the tree's held changes are dropped), ``_reach`` (a
 redaction's reach beyond the memory file), ``_records`` (what those two report).
 """
 
@@ -18,7 +19,7 @@ import dataclasses
 from temporalio.converter import DataConverter, PayloadCodec
 
 from .._ids import DataLayout
-from . import _forget_search  # noqa: F401  (registers the search index's eraser)
+from . import _forget_quarantine, _forget_search  # noqa: F401  (register their erasers)
 from ._codec import ENCODING, KEY_ID_FIELD, EncryptionCodec, KeyRing, PayloadSealed, sealed_by
 from ._keys import SHARED_KEY_ID, FileKeyStore, KeyShredded, KeyStore, tree_of
 

@@ -3,8 +3,9 @@
 After ``MemoryStores.redact`` rewrote the file and its kept versions, the same text may
 sit where the agents' runs put it (:mod:`._places`): their conversations, their
 scratch (a dream's per-run files and records included) and dream bookkeeping
-(proposals' ``diff.txt``, consolidator state). Those are scrubbed. What is not changed
-is named, each with what erases it:
+(proposals' ``diff.txt``, consolidator state) and tainted runs' changes held in
+quarantine (so a release cannot bring the text back). Those are scrubbed. What is not
+changed is named, each with what erases it:
 
 - other memory files holding it (current or kept versions): ``memory redact`` them;
 - Temporal histories: every run tree whose files held it, whose runs wrote the file,
@@ -108,6 +109,7 @@ def _run_places(layout: DataLayout) -> list[tuple[str, Path]]:
         ("conversation", _places.conversations(layout)),
         ("run scratch", layout.runs),
         ("dream bookkeeping", _places.dream_books(layout)),
+        ("quarantined changes", layout.state / "quarantine"),
     ]
 
 

@@ -10,7 +10,7 @@ from temporalio import activity
 from .._config import LwConfig
 from .._memory import MemoryStores, Provenance
 from ._gc import collect_garbage
-from ._records import RETENTION_GC, GcReport, RetentionPolicy
+from ._records import RETENTION_GC, RETENTION_WORKFLOW, GcReport, RetentionPolicy
 
 
 class RetentionActivities:
@@ -25,6 +25,8 @@ class RetentionActivities:
 
     @activity.defn(name=RETENTION_GC)
     async def gc(self, policy: RetentionPolicy) -> GcReport:
+        # Only the retention workflow, on a queue this deployment serves, removes scratch.
+        await self.config.callers.verify_workflow(RETENTION_WORKFLOW)
         info = activity.info()
         report = await collect_garbage(
             activity.client(),

@@ -10,6 +10,7 @@ one the form asks for, or the proxy's user.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from .._dreaming._records import QUERY_STATE
 from .._live import fetch_tree
 from .._memory import MemoryStores, StoreNotFound
 from .._memory._manifest import read_manifest
+from .._taint import TaintBook
 from ._guard import SECURITY_HEADERS, Guard, Refused, Viewer
 from ._views import (
     AUDIT_SHOWN,
@@ -38,6 +40,7 @@ from ._views import (
     SHOWN_BYTES,
     diff_lines,
     dream_files,
+    held_views,
     recent_runs,
     version_diff,
     whole_arguments,
@@ -125,6 +128,12 @@ def build_app(review: Review) -> Starlette:
             for r in listing.pending
             if r.arguments_cut
         }
+        book = TaintBook(review.stores.layout)
+        tainted = {
+            r.workflow_id: found.line()
+            for r in listing.pending
+            if (found := book.status(r.workflow_id, materialize=False)) is not None
+        }
         return render(
             "approvals.html",
             request,
@@ -132,6 +141,7 @@ def build_app(review: Review) -> Starlette:
             status=409 if error else 200,
             listing=listing,
             whole=whole,
+            tainted=tainted,
             decided=list(reversed(decided))[:50],
             error=error,
         )
@@ -193,6 +203,43 @@ def build_app(review: Review) -> Starlette:
             )
         promoted = ", ".join(outcome.promoted)
         return done("/dreams", f"{workflow_id}: {promoted} promoted by {by}")
+
+    # -- quarantine ---------------------------------------------------------------------
+    async def quarantine(request: Request, viewer: Viewer, error: str = "") -> Response:
+        held, total = await asyncio.to_thread(held_views, review.stores)
+        return render(
+            "quarantine.html", request, viewer, status=409 if error else 200, held=held,
+            total=total, error=error,
+        )  # fmt: skip
+
+    async def decide_quarantine(request: Request, viewer: Viewer) -> Response:
+        fields = await guard.form(request, viewer)
+        by = reviewer_of(fields, viewer)
+        workflow_id = (fields.get("workflow_id") or [""])[0]
+        store = (fields.get("store") or [""])[0]
+        why = (fields.get("why") or [""])[0]
+        decide_held = (
+            review.stores.release_quarantined
+            if (fields.get("decision") or [""])[0] == "release"
+            else review.stores.reject_quarantined
+        )
+        try:
+            outcome = await asyncio.to_thread(decide_held, workflow_id, by=by, why=why, store=store)
+        except ValueError as err:
+            return await quarantine(request, viewer, error=str(err))
+        if not outcome.stores:
+            return await quarantine(
+                request, viewer, error=f"{workflow_id} holds nothing in {store} (decided already?)"
+            )
+        conflicts = [c for s in outcome.stores for c in s.conflicts]
+        if conflicts:
+            return await quarantine(
+                request,
+                viewer,
+                error="nothing released, these moved since: " + "; ".join(conflicts),
+            )
+        decided = "released" if outcome.decision == "release" else "rejected"
+        return done("/quarantine", f"{workflow_id} {store}: {decided} by {by}")
 
     # -- memory -------------------------------------------------------------------------
     async def memory(request: Request, viewer: Viewer) -> Response:
@@ -263,6 +310,8 @@ def build_app(review: Review) -> Starlette:
         Route("/dreams", page(dreams)),
         Route("/dream", page(dream)),
         Route("/dreams/decide", page(decide_dream), methods=["POST"]),
+        Route("/quarantine", page(quarantine)),
+        Route("/quarantine/decide", page(decide_quarantine), methods=["POST"]),
         Route("/memory", page(memory)),
         Route("/memory/store", page(store)),
         Route("/memory/file", page(memory_file)),

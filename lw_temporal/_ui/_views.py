@@ -15,7 +15,9 @@ from .._approvals._records import shown_arguments
 from .._dreaming import DreamState
 from .._ids import InvalidWorkflowId, parse_workflow_id
 from .._memory import MemoryStores
+from .._memory._held import held_sets
 from .._memory._manifest import manifests
+from .._memory._quarantine import HeldRun, render, summary
 from .._memory._records import RunManifest
 from .._scope import StoreRef
 
@@ -24,6 +26,8 @@ SHOWN_BYTES = 256 * 1024
 LISTED = 1000
 AUDIT_SHOWN = 200
 RUNS_SHOWN = 200
+#: Held run-and-store changes one quarantine page shows (the oldest first).
+HELD_SHOWN = 50
 #: Manifests read to find the newest runs.
 RUNS_READ = 5000
 
@@ -89,6 +93,31 @@ def dream_files(state: DreamState, shown: str) -> list[FileDiff]:
         if current is not None:
             current.lines.append(line)
     return list(files.values())
+
+
+@dataclass
+class HeldView:
+    """One run's held changes to one store, as the quarantine page shows them."""
+
+    run: HeldRun
+    label: str
+    lines: list[DiffLine]
+    truncated: bool
+
+
+def held_views(stores: MemoryStores) -> tuple[list[HeldView], int]:
+    """What tainted runs hold, oldest first, each with its diff against the store as it
+    is now (cut at SHOWN_BYTES), at most HELD_SHOWN of them; and how many there are."""
+    found = sorted(
+        ((summary(hs, held), hs, held) for hs, held in held_sets(stores)),
+        key=lambda f: (f[0].created, f[0].workflow_id, f[0].store),
+    )
+    views = []
+    for run, hs, held in found[:HELD_SHOWN]:
+        label = stores.label(held.ref)
+        text = render(hs, held, label)
+        views.append(HeldView(run, label, diff_lines(text[:SHOWN_BYTES]), len(text) > SHOWN_BYTES))
+    return views, len(found)
 
 
 def version_diff(stores: MemoryStores, store: StoreRef, path: str, a: str, b: str) -> str:

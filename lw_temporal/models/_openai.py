@@ -123,7 +123,7 @@ class OpenAIModel:
             try:
                 arguments = json.loads(call.function.arguments or "{}")
                 invalid = None if isinstance(arguments, dict) else call.function.arguments
-            except json.JSONDecodeError as err:
+            except (ValueError, RecursionError) as err:  # not JSON, or nested past the stack
                 arguments, invalid = {}, f"{err}: {call.function.arguments[:200]!r}"
             calls.append(
                 ToolCall(
