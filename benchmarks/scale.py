@@ -111,7 +111,7 @@ def _plugin(data_dir: str) -> Any:
     """The plugin every worker process runs: one scripted model for every shape (the
     orchestrator's and planners' task says ``P x S``)."""
     from lw_temporal import LittleWorkflowPlugin, Role, WorkflowDefinition
-    from lw_temporal.options import DeploymentOptions
+    from lw_temporal.options import DeploymentOptions, OrchestratorOptions
     from lw_temporal.testing import ScriptedModel, ScriptKey, ScriptTurn, tool
 
     planners = max(p for p, _ in SHAPES.values())
@@ -121,10 +121,18 @@ def _plugin(data_dir: str) -> Any:
         scripts[(f"fan{i}", Role.WORKER)] = [
             [tool("bash", command=COMMAND), tool("finish", summary="worked")]
         ]
+    steps = max(s for _, s in SHAPES.values())
     return LittleWorkflowPlugin(
         data_dir,
-        [WorkflowDefinition(id=f"fan{i}") for i in range(planners)],
+        [
+            WorkflowDefinition(id=f"fan{i}", max_children_per_turn=steps, max_children=steps)
+            for i in range(planners)
+        ],
         model=ScriptedModel(scripts),
+        # the fan-out bounds raised to the largest shape (a call past one starts nothing)
+        orchestrator=OrchestratorOptions(
+            max_children_per_turn=planners, max_children=planners, max_tree_turns=100_000
+        ),
         deployment=DeploymentOptions(search_attributes_registered=True),
     )
 
@@ -265,6 +273,7 @@ async def main(sizes: list[int], worker_counts: list[int]) -> None:
                             cpu = sum(f[0] for f in figures) - cpu0
                             server = _server_cpu() - server0
                             history, agents = await _history_bytes(client, wid)
+                            assert agents == 1 + shape[0] + size, f"{kind}: {agents} workflows"
                             rate = size / wall
                             if kind == "bare":
                                 bare_rate, bare_cpu = rate, cpu + server
