@@ -212,7 +212,7 @@ async def test_a_run_nobody_serves_says_a_worker_may_be_missing(
 ) -> None:
     process = await asyncio.create_subprocess_exec(
         CLI, "run", "steady", "Wait.", "--task-queue", "nobody-polls-this", "--id", "lonely-1",
-        "--address", address(dev_env),
+        "--address", address(dev_env), "--without-worker", "--no-keys",
         cwd=ROOT, stdout=asyncio.subprocess.PIPE,
     )  # fmt: skip
     assert process.stdout is not None

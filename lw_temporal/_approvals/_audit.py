@@ -107,6 +107,6 @@ def _json_files(root: Path) -> Iterator[Path]:
 
 @add_eraser
 def _forget_records(erasure: Erasure) -> None:
-    """``forget`` removes the tree's approval records with the rest of its runs."""
+    """the tree's approval records"""
     folder = approvals_dir(erasure.layout).joinpath(*erasure.tree.segments)
     erasure.remove_folder("approval records", folder)

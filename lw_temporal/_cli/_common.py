@@ -18,6 +18,7 @@ from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from typing import Any, TypeAlias
 
+from pydantic import ValidationError
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
@@ -57,6 +58,15 @@ def load_object(spec: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as err:
         raise CliError(f"cannot import {module_name!r}: {err}", USAGE) from None
+    except SyntaxError as err:
+        where = f" ({err.filename}, line {err.lineno})" if err.filename else ""
+        raise CliError(f"cannot import {module_name!r}: {err.msg}{where}", USAGE) from None
+    except Exception as err:  # the module itself failed: a definition it builds, say
+        raise CliError(
+            f"importing {module_name!r} (for {spec}) failed: {explain(err)} "
+            "(--debug shows the traceback)",
+            USAGE,
+        ) from err
     try:
         return getattr(module, attribute)
     except AttributeError:
@@ -196,11 +206,16 @@ def explain(err: BaseException, args: argparse.Namespace | None = None) -> str:
                 parts.append(message)
             cause = cause.__cause__
         return " <- ".join(parts) or type(err).__name__
-    if isinstance(err, ApplicationError | CliError):
-        return str(err)
+    if isinstance(err, ApplicationError | CliError | ImportError):
+        return str(err)  # (an ImportError of lw's names the package to install)
     if isinstance(err, OSError) and err.filename:
         return f"{err.filename}: {err.strerror or err}"
-    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    if isinstance(err, ValidationError):  # one line: where and why, not pydantic's report
+        return "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or err.title}: {e['msg']}" for e in err.errors()[:3]
+        )
+    text = " ".join(str(err).split())  # one line, whatever the message holds
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
 def operator() -> str:
@@ -215,8 +230,8 @@ def operator() -> str:
 def failed(what: str, err: Exception) -> int:
     """Say on stderr that ``what`` failed and why (its cause too); the exit code."""
     message = str(err) or type(err).__name__
-    if isinstance(err, CliError | RPCError):
-        message = explain(err)
+    if isinstance(err, CliError | RPCError | OSError):
+        message = explain(err)  # (an OSError as its path and reason)
     cause = getattr(err, "cause", None) or err.__cause__
     if cause is not None and str(cause):
         message = f"{message}: {cause}"

@@ -4,8 +4,11 @@ period, now or on a Schedule (the work is :mod:`lw_temporal._retention`)."""
 from __future__ import annotations
 
 import argparse
+import os
 
 from ._common import (
+    USAGE,
+    CliError,
     Commands,
     add_connection,
     connect,
@@ -43,6 +46,25 @@ def add_gc(sub: Commands) -> None:
     gc.set_defaults(handler=then_exit(_gc))
 
 
+#: Folders ``gc`` names that it could not remove; the rest are counted.
+SKIPPED_SHOWN = 20
+
+
+def _check_writable(data_dir: str) -> None:
+    """gc removes folders: a data dir it cannot write is one line, not a line per run."""
+    try:
+        read_only = bool(os.statvfs(data_dir).f_flag & os.ST_RDONLY)
+    except OSError as err:
+        raise CliError(f"--data-dir {data_dir}: {err.strerror}", USAGE) from None
+    if read_only or not os.access(data_dir, os.W_OK):
+        why = "on a read-only file system" if read_only else "not writable by this user"
+        raise CliError(
+            f"--data-dir {data_dir} is {why}: gc removes folders there; run it where the "
+            "data dir is writable (as the workers' user), or with --dry-run",
+            USAGE,
+        )
+
+
 async def _gc(args: argparse.Namespace) -> int:
     from .._ids import DataLayout
     from .._retention import RetentionPolicy, collect_garbage, schedule_retention
@@ -53,6 +75,8 @@ async def _gc(args: argparse.Namespace) -> int:
             "pass --retain 30d to remove scratch of runs closed 30 days ago"
         )
         return 0
+    if args.schedule_every is None and not args.dry_run:
+        _check_writable(args.data_dir)
     try:
         client = await connect(args)
         if args.schedule_every is not None:
@@ -78,8 +102,10 @@ async def _gc(args: argparse.Namespace) -> int:
     verb = "would remove" if report.dry_run else "removed"
     for item in (*report.removed, *report.bookkeeping_removed):
         say(f"{verb} {item.path} ({item.files} files, {item.bytes} bytes; {item.why})")
-    for skipped in report.skipped:
+    for skipped in report.skipped[:SKIPPED_SHOWN]:
         say(f"skipped {skipped}", err=True)
+    if len(report.skipped) > SKIPPED_SHOWN:
+        say(f"skipped {len(report.skipped) - SKIPPED_SHOWN} more folders", err=True)
     say(
         f"{verb} {report.removed_count} scratch folders ({report.removed_bytes} bytes); "
         f"kept {report.kept_running} of running runs, {report.kept_recent} recent; "

@@ -38,7 +38,7 @@ from .._privacy import (
 )
 from .._privacy._registry import DiscoveredKeyStore, lookup
 from .._privacy._remote import RemoteCodec
-from ._common import load_object
+from ._common import CliError, load_object
 
 DATA_DIR_VARIABLE = "LW_DATA_DIR"
 ENDPOINT_VARIABLE = "TEMPORAL_CODEC_ENDPOINT"
@@ -93,6 +93,8 @@ def key_store(args: argparse.Namespace, data_dir: str | Path) -> KeyStore:
     if spec is None:
         return default_key_store(DataLayout.at(data_dir))
     made = load_object(spec)
+    if not isinstance(made, KeyStore) and not str(data_dir):
+        raise CliError(f"--key-store {spec} is a factory taking the data dir: give --data-dir too")
     store = made if isinstance(made, KeyStore) else made(Path(data_dir))
     if not isinstance(store, KeyStore):
         raise SystemExit(f"lw-temporal: --key-store {spec} is not a KeyStore")
@@ -106,13 +108,18 @@ def client_codec(args: argparse.Namespace) -> PayloadCodec:
     namespace = getattr(args, "namespace", "default")
     if getattr(args, "no_keys", False):
         return Keyless(quiet=True)
+    if getattr(args, "key_store", None) and not data_dir:
+        return EncryptionCodec(KeyRing(key_store(args, "")))
     if data_dir:
         if not Path(data_dir).is_dir():
             raise SystemExit(f"lw-temporal: data dir {data_dir} does not exist")
+        if getattr(args, "key_store", None) is None and not DataLayout.at(data_dir).state.is_dir():
+            # No worker ever used it: its keys cannot be there (a wrong folder, most likely).
+            return Keyless(why=f"{data_dir} is not an lw data dir, it has no .lw/ folder")
         return EncryptionCodec(KeyRing(key_store(args, data_dir)))
     if endpoint:
         auth = getattr(args, "codec_auth", None) or os.environ.get(AUTH_VARIABLE)
-        return RemoteCodec(endpoint, auth=auth, namespace=namespace)
+        return _SayingRemote(endpoint, auth=auth, namespace=namespace)
     address = getattr(args, "address", "localhost:7233")
     where = f"{address} namespace {namespace}"
     candidates = lookup(address, namespace)
@@ -141,15 +148,23 @@ class Keyless(PayloadCodec):
 
     where: str = ""
     quiet: bool = False
+    why: str = ""
 
     def _warn(self) -> None:
         global _warned
         if self.quiet or _warned:
             return
         _warned = True
+        because = (
+            f"({self.why})"
+            if self.why
+            else (
+                f"for {self.where} (none of this host's workers registered a key store this "
+                "user can read)"
+            )
+        )
         print(
-            f"lw-temporal: no payload keys for {self.where} (none of this host's workers "
-            "registered a key store this user can read): sealed payloads are not shown and "
+            f"lw-temporal: no payload keys {because}: sealed payloads are not shown and "
             "what this command sends is not encrypted; give --data-dir DIR (or "
             f"${DATA_DIR_VARIABLE}) or --codec-endpoint URL --codec-auth 'Bearer <token>', "
             "or run as the workers' user",
@@ -171,6 +186,22 @@ class Keyless(PayloadCodec):
                     f"or --codec-endpoint URL --codec-auth 'Bearer <token>')"
                 )
         return list(payloads)
+
+
+@dataclass(frozen=True)
+class _SayingRemote(RemoteCodec):
+    """A codec server the command cannot use (unreachable, refusing its token) is said
+    once on stderr: the views would otherwise only show every payload as sealed."""
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        global _warned
+        try:
+            return await super().decode(payloads)
+        except PayloadSealed as err:
+            if not _warned and str(err).startswith("codec server "):
+                _warned = True
+                print(f"lw-temporal: {err}", file=sys.stderr)
+            raise
 
 
 def add_worker_privacy(parser: argparse.ArgumentParser) -> None:

@@ -314,7 +314,7 @@ def _redact(target: Target, args: argparse.Namespace) -> int:
         store, rel, args.pattern, regex=args.regex, provenance=_admin(args), shown=where
     )
     if not result.versions_redacted:
-        say(f"{where}: PATTERN not found in the file or its kept versions; nothing changed")
+        say(f"{where}: the pattern is not in the file or its kept versions; the file is unchanged")
     else:
         rewritten = len(result.versions_redacted) - (1 if result.current_changed else 0)
         current = (

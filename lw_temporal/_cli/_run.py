@@ -15,6 +15,7 @@ import time
 from datetime import timedelta
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -22,6 +23,7 @@ from .._ids import AgentId, InvalidWorkflowId, check_definition_id, parse_workfl
 from .._live import (
     Node,
     Screen,
+    _polled,
     failure_message,
     fetch_tree,
     follow,
@@ -30,7 +32,7 @@ from .._live import (
     report_failures,
 )
 from .._privacy import KeyShredded, PayloadSealed
-from .._privacy._registry import AmbiguousKeyStore
+from .._privacy._registry import AmbiguousKeyStore, lookup
 from .._workflows import AgentInput, AgentResult
 from ._common import (
     USAGE,
@@ -49,6 +51,8 @@ from ._keys import add_keys
 TOOLS_FAILED = 3
 #: Exit status of a ``run`` the user stopped following with Ctrl-C (the run goes on).
 INTERRUPTED = 130
+#: Seconds ``run`` waits for a worker of its task queue to be seen polling.
+WORKER_GRACE = 5.0
 
 
 def add_run(sub: Commands) -> None:
@@ -75,6 +79,11 @@ def add_run(sub: Commands) -> None:
     add_keys(run)
     run.add_argument("--task-queue", default="lw")
     run.add_argument("--id", default=None, help="the run token (default: time and random)")
+    run.add_argument(
+        "--without-worker",
+        action="store_true",
+        help="start even when no worker polls --task-queue (the run waits for one)",
+    )
     run.add_argument(
         "--untrusted",
         action="store_true",
@@ -181,6 +190,8 @@ async def run_command(args: argparse.Namespace) -> int:
     agent_id, task = agent_id_for(args)
     workflow_id = str(agent_id)
     client = await connect(args)
+    if not args.without_worker:
+        await _check_worker(client, args)
     screen = Screen()
     say(f"starting {agent_id.workflow_type} {workflow_id} on task queue {args.task_queue}")
     try:
@@ -190,6 +201,8 @@ async def run_command(args: argparse.Namespace) -> int:
             id=workflow_id,
             task_queue=args.task_queue,
             result_type=AgentResult,
+            # A run ID is one run: a closed run's ID is refused like a running one's.
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
         )
     except (AmbiguousKeyStore, KeyShredded) as err:  # no key to seal the task with
         raise CliError(str(err)) from None
@@ -243,6 +256,46 @@ async def run_command(args: argparse.Namespace) -> int:
     return _ended(code or _tool_failures(nodes))
 
 
+async def _check_worker(client: Client, args: argparse.Namespace) -> None:
+    """Refuse to start a run nobody would pick up (no worker, or a misspelled task
+    queue), naming the queues this host's workers serve on the same server. A worker
+    that has just said ``ready:`` gets :data:`WORKER_GRACE` seconds for its first poll to
+    reach the server."""
+    deadline = time.monotonic() + WORKER_GRACE
+    while not await _polled(client, args.task_queue):
+        if time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.25)
+    else:
+        return
+    served = sorted(
+        {q for c in lookup(args.address, args.namespace) if c.live for q in c.task_queues}
+    )
+    known = f"; this host's workers serve {', '.join(served)}" if served else ""
+    raise CliError(
+        f"no worker polls task queue {args.task_queue!r} on {args.address} (namespace "
+        f"{args.namespace}){known}: start one (lw-temporal worker --task-queue "
+        f"{args.task_queue} ...), pass the --task-queue a worker serves, or "
+        "--without-worker to start the run anyway (it waits for a worker)"
+    )
+
+
+async def _check_namespace(client: Client, args: argparse.Namespace) -> None:
+    """A workflow not found because its namespace is not there says so."""
+    from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
+
+    try:
+        await client.workflow_service.describe_namespace(
+            DescribeNamespaceRequest(namespace=args.namespace)
+        )
+    except RPCError as err:
+        if err.status is RPCStatusCode.NOT_FOUND:
+            raise CliError(
+                f"no namespace {args.namespace!r} on {args.address}: pass --namespace NAME "
+                "(or $TEMPORAL_NAMESPACE), or create it"
+            ) from None
+
+
 def _workflow_id(text: str) -> str:
     """A workflow ID of lw's grammar, or a usage error saying the grammar."""
     try:
@@ -257,6 +310,7 @@ async def status_command(args: argparse.Namespace) -> int:
     client = await connect(args)
     nodes = await fetch_tree(client, args.workflow_id)
     if nodes is None:
+        await _check_namespace(client, args)
         say(
             f"lw-temporal status: no workflow {args.workflow_id!r} in namespace "
             f"{args.namespace} on {args.address}",
@@ -275,6 +329,7 @@ async def cancel_command(args: argparse.Namespace) -> int:
         before = (await handle.describe()).status
     except RPCError as err:
         if err.status is RPCStatusCode.NOT_FOUND:
+            await _check_namespace(client, args)
             raise CliError(
                 f"no workflow {args.workflow_id!r} in namespace {args.namespace} on {args.address}"
             ) from None

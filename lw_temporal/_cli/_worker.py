@@ -140,6 +140,12 @@ def _plugin(args: argparse.Namespace) -> tuple[Any, str]:
     for option, root in _roots(args).items():
         check_data_dir(root, option, create=args.create)
     definitions = load_object(args.definitions)
+    if not isinstance(definitions, list | tuple):
+        raise CliError(
+            f"--definitions {args.definitions} is a {type(definitions).__name__}, not a "
+            "list of WorkflowDefinition objects",
+            USAGE,
+        )
     options: dict[str, Any] = {"sandbox": args.sandbox}
     if args.model is not None:
         options["model"] = build_model(args.model, args.model_base_url)

@@ -108,7 +108,8 @@ _ERASERS: list[Eraser] = []
 
 def add_eraser(eraser: Eraser) -> Eraser:
     """Register a step every ``forget`` runs after the built-in ones (memory search's
-    index, for one: it must drop what it indexed of the tree's runs)."""
+    index, for one: it must drop what it indexed of the tree's runs). Its docstring is
+    the line ``forget`` prints as it runs it (``erasing <docstring>``): one short phrase."""
     if eraser not in _ERASERS:
         _ERASERS.append(eraser)
     return eraser

@@ -16,6 +16,7 @@ from ._records import Place
 
 @add_eraser
 def search_indexes(erasure: Erasure) -> None:
+    """what was reverted from the memory search indexes"""
     stores = erasure.stores
     reverted = [p.path for p in erasure.removed if p.what == "memory reverted"]
     for store in all_stores(stores):
