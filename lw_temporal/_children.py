@@ -46,6 +46,7 @@ from ._agent import (
     tool_for,
 )
 from ._agent._tools import TASK_CAP, PlanWorkflowArgs, clip
+from ._errors import WRONG_TOPOLOGY
 from ._ids import AgentId, InvalidWorkflowId, Role
 
 MEMO_ROLE = "lw.role"
@@ -246,6 +247,12 @@ class ChildStarts:
         except ChildWorkflowError as err:
             if is_cancelled_exception(err):
                 raise
+            if failure_type(err) == WRONG_TOPOLOGY:
+                # The tree split across disks: its work cannot all be where it reads.
+                raise ApplicationError(
+                    f"{child_id} failed: {failure_text(err)}", type=WRONG_TOPOLOGY,
+                    non_retryable=True,
+                ) from None  # fmt: skip
             state.children_finished += 1
             self._ended(share, share or 0)
             text = f"{child_id} failed: {failure_text(err)}"

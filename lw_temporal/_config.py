@@ -27,6 +27,11 @@ class LwConfig:
     layout: DataLayout
     definitions: DefinitionRegistry
     topology: Topology
+    #: Scopes derived so far, by (workflow id, workflow type): a scope is a pure function
+    #: of them and this configuration, and every activity of an agent asks for its own.
+    _scopes: dict[tuple[str, str], Scope] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
     #: Who may call this worker's activities (the server's word on each run).
     callers: CallerCheck = field(default=None, compare=False)  # type: ignore[assignment]
 
@@ -63,8 +68,11 @@ class LwConfig:
 
     def scope_of(self, workflow_id: str, workflow_type: str) -> Scope:
         """The scope for a workflow, with grammar and registry errors made typed."""
+        scope = self._scopes.get((workflow_id, workflow_type))
+        if scope is not None:
+            return scope
         try:
-            return derive_scope(workflow_id, workflow_type, self.definitions, self.layout)
+            scope = derive_scope(workflow_id, workflow_type, self.definitions, self.layout)
         except InvalidWorkflowId as err:
             raise lw_error(INVALID_WORKFLOW_ID, str(err)) from None
         except KeyError as err:
@@ -73,6 +81,10 @@ class LwConfig:
                 f"workflow {workflow_id!r}: {err.args[0]}; register the definition in "
                 "LittleWorkflowPlugin(definitions=[...]) on this worker",
             ) from None
+        if len(self._scopes) >= 4096:
+            self._scopes.clear()
+        self._scopes[(workflow_id, workflow_type)] = scope
+        return scope
 
     def caller_scope(self) -> Scope:
         """The calling activity's scope as ``activity.info()`` claims it (not yet
@@ -86,13 +98,12 @@ class LwConfig:
         return self.scope_of(info.workflow_id, info.workflow_type)
 
     def settle(self, scope: Scope) -> None:
-        """A confirmed caller's first touch of this worker: a regular activity checks
-        that this worker holds the run's scratch (a local one runs beside its workflow
-        task, wherever that is), and the run's manifest is recorded. May block on a
+        """A confirmed caller's first touch of this worker: it checks that this worker
+        holds the run's scratch (a local activity too, by the tree's placement header:
+        a tree cannot split across disks), and the run's manifest is recorded. May block on a
         store's lock (the manifest): call it in a thread where that matters."""
         info = activity.info()
-        if not info.is_local:
-            self.topology.check_placement(scope.workflow_id, scope.agent_id)
+        self.topology.check_placement(scope.workflow_id, scope.agent_id, local=info.is_local)
         from ._memory._manifest import record_manifest  # the run's first touch records it
 
         record_manifest(

@@ -131,6 +131,13 @@ class _Agent(ChildStarts, Approvals):
         assert self._agent_id is not None
         return self._agent_id
 
+    @property
+    def tree_runs_id(self) -> str | None:
+        """The runs root this run's tree was placed on (``_placement`` stamps it on
+        every activity)."""
+        settings = self._state.settings
+        return None if settings is None or settings.pin is None else settings.pin.runs_id
+
     # -- visibility ---------------------------------------------------------------
     @workflow.query(name=PROGRESS_QUERY)
     def progress(self) -> Progress:
@@ -288,14 +295,19 @@ class _Agent(ChildStarts, Approvals):
     ) -> Any:
         args = [] if argument is None else [argument]
         if local:
-            return await workflow.execute_local_activity(
-                name,
-                args=args,
-                result_type=result_type,
-                start_to_close_timeout=start_to_close,
-                retry_policy=_RETRY,
-                summary=summary,
-            )
+            try:
+                return await workflow.execute_local_activity(
+                    name,
+                    args=args,
+                    result_type=result_type,
+                    start_to_close_timeout=start_to_close,
+                    retry_policy=_RETRY,
+                    summary=summary,
+                )
+            except (ActivityError, ApplicationError) as err:
+                if fatal := placement_failure(err, None):
+                    raise fatal from None
+                raise
         # A pinned tree's activities run on the host that holds its scratch.
         pin = self._state.settings.pin if self._state.settings else None
         try:

@@ -41,6 +41,7 @@ from ._options import (
     OrchestratorOptions,
     PrivacyOptions,
 )
+from ._placement import PlacementInterceptor
 from ._privacy import EncryptionCodec, FileKeyStore, KeyRing, default_key_store, with_codec
 from ._privacy._registry import register
 from ._retention import RetentionActivities, ScratchRetentionWorkflow
@@ -241,6 +242,7 @@ class LittleWorkflowPlugin(SimplePlugin):
             workflow_runner=_passthrough,
             interceptors=[
                 ResultRecorder(self.model_activities.conversations.root),
+                PlacementInterceptor(),
                 *telemetry_interceptors(tracing, trace_commands=bash.trace_commands, model=model),
             ],
             # The sandbox fails closed at worker start: its self-test runs first.

@@ -45,11 +45,31 @@ class Scanner(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Rule:
+    """One pattern a scan looks for. ``hint``, when given, is a necessary condition
+    checked first (false: the pattern cannot match the text), so that a scan costs a
+    few substring tests for the rules whose tell-tale part is absent."""
+
     name: str
     kind: FindingKind
     blocking: bool
     pattern: re.Pattern[str]
     check: Callable[[str], bool] | None = None
+    hint: Callable[[str], bool] | None = None
+
+
+def _any_of(*needles: str) -> Callable[[str], bool]:
+    """A hint for a case-sensitive pattern every match of which holds one of
+    ``needles`` literally."""
+    return lambda text: any(needle in text for needle in needles)
+
+
+def _run_of(chars: str, length: int) -> Callable[[str], bool]:
+    """A hint for a pattern every match of which is a run of at least ``length``
+    characters from ``chars`` and digits (``\\d`` takes other scripts' digits too: a
+    text that is not ASCII is always scanned in full)."""
+    table = bytes(1 if chr(b) in chars or chr(b).isdigit() else 0 for b in range(256))
+    run = b"\x01" * length
+    return lambda text: not text.isascii() or run in text.encode("ascii").translate(table)
 
 
 def _luhn(text: str) -> bool:
@@ -83,7 +103,11 @@ SECRET_RULES: tuple[Rule, ...] = (
         re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
     ),
     Rule(
-        "aws-access-key-id", "secret", True, re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b")
+        "aws-access-key-id",
+        "secret",
+        True,
+        re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
+        hint=_any_of("AKIA", "ASIA", "ABIA", "ACCA"),
     ),
     Rule(
         "aws-secret-access-key",
@@ -96,6 +120,7 @@ SECRET_RULES: tuple[Rule, ...] = (
         "secret",
         True,
         re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{50,255})\b"),
+        hint=_any_of("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
     Rule(
         "slack-token",
@@ -105,21 +130,42 @@ SECRET_RULES: tuple[Rule, ...] = (
             r"\bxox[abposr]-[A-Za-z0-9-]{10,}"
             r"|https://hooks\.slack\.com/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+"
         ),
+        hint=_any_of("xox", "hooks.slack.com"),
     ),
-    Rule("anthropic-api-key", "secret", True, re.compile(r"\bsk-ant-[a-z0-9]+-[A-Za-z0-9_-]{20,}")),
+    Rule(
+        "anthropic-api-key",
+        "secret",
+        True,
+        re.compile(r"\bsk-ant-[a-z0-9]+-[A-Za-z0-9_-]{20,}"),
+        hint=_any_of("sk-ant-"),
+    ),
     Rule(
         "openai-api-key",
         "secret",
         True,
         re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+        hint=_any_of("sk-"),
     ),
-    Rule("google-api-key", "secret", True, re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    Rule("stripe-live-key", "secret", True, re.compile(r"\b[rs]k_live_[0-9A-Za-z]{24,}\b")),
+    Rule(
+        "google-api-key",
+        "secret",
+        True,
+        re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"),
+        hint=_any_of("AIza"),
+    ),
+    Rule(
+        "stripe-live-key",
+        "secret",
+        True,
+        re.compile(r"\b[rs]k_live_[0-9A-Za-z]{24,}\b"),
+        hint=_any_of("k_live_"),
+    ),
     Rule(
         "jwt",
         "secret",
         True,
         re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
+        hint=_any_of("eyJ"),
     ),
 )
 
@@ -130,12 +176,14 @@ PII_RULES: tuple[Rule, ...] = (
         False,
         re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)"),
         check=_luhn,
+        hint=_run_of(" -", 13),
     ),
     Rule(
         "email",
         "pii",
         False,
         re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b"),
+        hint=_any_of("@"),
     ),
     Rule(
         "phone-number",
@@ -145,6 +193,7 @@ PII_RULES: tuple[Rule, ...] = (
             r"(?<![\w+])(?<!\d[ .-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,4}\)[ .-]?|\d{2,4}[ .-])"
             r"\d{3,4}[ .-]\d{3,4}(?!\d|[ .-]\d)"
         ),
+        hint=_run_of(" .()+-", 10),
     ),
 )
 
@@ -159,7 +208,7 @@ class DefaultScanner:
     """
 
     def __init__(self, *, block_pii: bool = False, extra_rules: Sequence[Rule] = ()) -> None:
-        pii = tuple(Rule(r.name, r.kind, block_pii, r.pattern, r.check) for r in PII_RULES)
+        pii = tuple(Rule(r.name, r.kind, block_pii, r.pattern, r.check, r.hint) for r in PII_RULES)
         self.rules: tuple[Rule, ...] = SECRET_RULES + pii + tuple(extra_rules)
 
     def scan(self, path: str, content: bytes) -> Sequence[Finding]:
@@ -167,6 +216,8 @@ class DefaultScanner:
         findings: list[Finding] = []
         spans: list[tuple[int, int]] = []
         for rule in self.rules:
+            if rule.hint is not None and not rule.hint(text):
+                continue
             for match in rule.pattern.finditer(text):
                 value = match.group(0)
                 if rule.check is not None and not rule.check(value):

@@ -97,13 +97,17 @@ class Scope:
 
     def mount_at(self, virtual: PurePosixPath | str) -> Mount | None:
         """The mount whose folder holds ``virtual`` (the deepest one), if any."""
-        path = PurePosixPath(virtual)
+        # Compared as text (normalised by PurePosixPath): among the mounts holding the
+        # path, the deepest is the one with the longest folder name.
+        text = str(PurePosixPath(virtual))
         best: Mount | None = None
+        longest = -1
         for mount in self.mounts:
-            if (path == mount.virtual or mount.virtual in path.parents) and (
-                best is None or len(mount.virtual.parts) > len(best.virtual.parts)
+            folder = str(mount.virtual)
+            if len(folder) > longest and (
+                text == folder or text.startswith(folder if folder == "/" else folder + "/")
             ):
-                best = mount
+                best, longest = mount, len(folder)
         return best
 
     def store_mount(self, store: StoreRef) -> Mount | None:

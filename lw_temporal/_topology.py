@@ -29,13 +29,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from temporalio import activity, workflow
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 from ._errors import HOST_LOST, WRONG_TOPOLOGY, lw_error
 from ._ids import AgentId, DataLayout, InvalidWorkflowId, parse_workflow_id
+from ._placement import placed_tree
 
 #: Default time a pinned host may take to pick up an activity before the run fails.
 DEFAULT_HOST_TIMEOUT = timedelta(minutes=5)
@@ -59,6 +60,10 @@ class HostPin(BaseModel):
     task_queue: str | None = None
     host: str | None = None
     host_timeout_seconds: float | None = None
+    #: The id of the runs root the tree was placed on (its top-level run's first
+    #: workflow task ran there): every activity of the tree must run on a worker of
+    #: that runs root (``_placement`` carries it to them).
+    runs_id: str | None = Field(default=None, max_length=512)
 
 
 # -- workflow side (deterministic) ------------------------------------------------------
@@ -70,15 +75,19 @@ def placement(pin: HostPin | None) -> dict[str, Any]:
     return {"task_queue": pin.task_queue, "schedule_to_start_timeout": timedelta(seconds=seconds)}
 
 
-def placement_failure(err: ActivityError, pin: HostPin | None) -> ApplicationError | None:
+def placement_failure(
+    err: ActivityError | ApplicationError, pin: HostPin | None
+) -> ApplicationError | None:
     """The run's own failure when an activity failed for where it ran, not for what it
-    did: on a wrong host or a lost one nothing the agent tries next can work."""
-    cause = err.cause
+    did: on a wrong host or a lost one nothing the agent tries next can work (a local
+    activity's failure may arrive as its ApplicationError itself)."""
+    cause = err.cause if isinstance(err, ActivityError) else err
     info = workflow.info()
     if isinstance(cause, ApplicationError) and cause.type == WRONG_TOPOLOGY:
         return ApplicationError(cause.message, type=WRONG_TOPOLOGY, non_retryable=True)
     if (
-        isinstance(cause, TemporalTimeout)
+        isinstance(err, ActivityError)
+        and isinstance(cause, TemporalTimeout)
         and cause.type is TimeoutType.SCHEDULE_TO_START
         and pin is not None
         and pin.task_queue is not None
@@ -243,9 +252,10 @@ class Topology:
 
     # -- placement --------------------------------------------------------------------
     def pin_here(self) -> HostPin:
-        """Inside a top-level run's ``lw.settings``: pin its tree to this worker's host,
-        marking the run on this disk. A run with ancestors gets its pin from its
-        parent; asked here (a parent of an earlier version), it stays unpinned."""
+        """Inside a top-level run's ``lw.settings``: place its tree on this worker's
+        runs root (and pin it to its host, if any), marking the run on this disk. A
+        run with ancestors gets its place from its parent; asked here (a parent of an
+        earlier version), it stays unplaced."""
         info = activity.info()
         try:
             agent_id = parse_workflow_id(info.workflow_id or "")
@@ -253,8 +263,13 @@ class Topology:
             return HostPin()
         if agent_id.parent is not None:
             return HostPin()
-        self.check_placement(info.workflow_id or "", agent_id)
-        return self.pin(info.task_queue)
+        if self.configured:
+            self.check_placement(info.workflow_id or "", agent_id)
+        try:
+            runs_id = self.runs_id()
+        except TopologyMismatch as err:
+            raise lw_error(WRONG_TOPOLOGY, f"workflow {info.workflow_id!r}: {err}") from None
+        return self.pin(info.task_queue).model_copy(update={"runs_id": runs_id})
 
     def pin(self, workflow_task_queue: str) -> HostPin:
         return HostPin(
@@ -263,18 +278,60 @@ class Topology:
             host_timeout_seconds=self.host_timeout.total_seconds(),
         )
 
-    def check_placement(self, workflow_id: str, agent_id: AgentId) -> None:
+    @property
+    def configured(self) -> bool:
+        """Runs on a root of their own or pinned to a host (else one data dir)."""
+        return self.layout.runs_root is not None or self.host is not None
+
+    def _check_tree(self, workflow_id: str, tree: str) -> None:
+        """Fail unless ``tree`` (the runs root id the run's tree was placed on) is
+        this worker's runs root."""
+        try:
+            here = self.runs_id()
+        except TopologyMismatch as err:
+            raise lw_error(WRONG_TOPOLOGY, f"workflow {workflow_id!r}: {err}") from None
+        if tree == here:
+            return
+        holder = f"runs root id {tree}"
+        try:
+            top = parse_workflow_id(workflow_id)
+            while top.parent is not None:
+                top = top.parent
+            held = _marker_of(self.layout.tree_entry(top))
+        except InvalidWorkflowId:
+            held = None
+        if held is not None and held.get("runs_id") == tree:
+            holder = f"host {held.get('host')!r} (runs root {held.get('runs_root')}, id {tree})"
+        raise lw_error(
+            WRONG_TOPOLOGY,
+            f"workflow {workflow_id!r}: this worker ({self.where}, id {here}) does not hold "
+            f"the run's scratch: its run tree was placed on {holder}, whose workers have "
+            "another disk; running here would see an empty scratch (a step without its "
+            "planner's files). " + TOPOLOGY_OPTIONS,
+        )
+
+    def check_placement(self, workflow_id: str, agent_id: AgentId, *, local: bool = False) -> None:
         """Fail unless this worker's disk holds the run's scratch.
 
-        Its marker says it is held here. Without one (the run's first activity on this
-        disk), the tree's entry on the shared memory root says which runs root its
-        top-level run was first marked on: another one means the run (or, for a run
-        with ancestors, the scratch it reads from them) is on another host, and
-        running here would see an empty scratch. A run whose tree has no entry (its
-        top-level run never ran an lw activity with this memory root) is let be."""
+        A run whose tree says where it was placed (the ``_placement`` header, on every
+        activity of an lw agent tree, local ones too) must be on that runs root, in
+        every topology. Otherwise the run's marker says it is held here. Without one
+        (the run's first activity on this disk), the tree's entry on the shared memory
+        root says which runs root its top-level run was first marked on: another one
+        means the run (or, for a run with ancestors, the scratch it reads from them) is
+        on another host, and running here would see an empty scratch. A run whose tree
+        has no entry (its top-level run never ran an lw activity with this memory
+        root) is let be."""
         layout = self.layout
-        if layout.runs_root is None and self.host is None:
-            return  # one data dir, no host: the shared-volume topology holds every run
+        tree = placed_tree()
+        if tree is not None:
+            self._check_tree(workflow_id, tree)
+        if not self.configured or (local and tree is None):
+            # One data dir, no host: the tree's place (checked above) is all there is
+            # to check; a run that does not say it (a workflow of an earlier version, a
+            # stand-in) is taken as the shared-volume topology's, which holds every run.
+            # A local activity that does not say it runs beside its workflow task.
+            return
         marker = layout.run_marker(agent_id)
         try:
             found = _read_json(marker)

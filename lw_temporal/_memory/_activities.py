@@ -347,7 +347,9 @@ class MemoryActivities:
         mount = scope.mount_at(virtual)
         if mount is None or mount.store is None:
             raise self._outside(scope, path)
-        rel = "/".join(virtual.relative_to(mount.virtual).parts)  # '..' stays, and is refused
+        # '..' stays (PurePosixPath keeps it), and is refused by the store
+        text, folder = str(virtual), str(mount.virtual)
+        rel = text[len(folder) :].lstrip("/") if text != folder else ""
         if write and not mount.writable:
             raise lw_error(
                 MEMORY_READ_ONLY,
@@ -378,13 +380,16 @@ class MemoryActivities:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(self._max_threads, thread_name_prefix="lw-memory")
         cancel = threading.Event()
-        future = asyncio.get_running_loop().run_in_executor(self._executor, fn, cancel)
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._executor, fn, cancel)
+
+        def beat() -> None:  # a timer, not a polling loop: most calls end long before
+            activity.heartbeat()
+            timer[0] = loop.call_later(_HEARTBEAT_EVERY, beat)
+
+        timer = [loop.call_later(_HEARTBEAT_EVERY, beat)]
         try:
-            while True:
-                done, _ = await asyncio.wait({future}, timeout=_HEARTBEAT_EVERY)
-                if done:
-                    return future.result()
-                activity.heartbeat()
+            return await asyncio.shield(future)
         except asyncio.CancelledError:
             cancel.set()
             while not future.done():
@@ -395,3 +400,5 @@ class MemoryActivities:
                 except BaseException:
                     break
             raise
+        finally:
+            timer[0].cancel()

@@ -39,20 +39,24 @@ def apply_record(
     contents = contents or {}
     audit, ledger = files.audit, files.ledger
     dropped = False
-    for commit in record["commits"]:
-        for op in commit["ops"]:
-            dropped = dropped or op["k"] in ("x", "u")
-            try:
-                _apply_op(files, root_fd, op, states, contents, recovering)
-            except (ApplicationError, OSError):
-                if not recovering:
-                    raise
-                # a redone op whose path became unsafe (a link, a folder in the way)
-                # is skipped rather than blocking the store forever
-        if commit["audit"] and not (recovering and audit.has(commit["op_id"])):
-            audit.append(commit["audit"])
-        if commit["key"] is not None:
-            ledger.put(commit["key"], commit["op"], commit["result"], commit["attachment"])
+    lines: list[dict[str, Any]] = []
+    # The batch's version references and ledger records each go in one write.
+    with files.versions.log.holding(), ledger.log.holding():
+        for commit in record["commits"]:
+            for op in commit["ops"]:
+                dropped = dropped or op["k"] in ("x", "u")
+                try:
+                    _apply_op(files, root_fd, op, states, contents, recovering)
+                except (ApplicationError, OSError):
+                    if not recovering:
+                        raise
+                    # a redone op whose path became unsafe (a link, a folder in the way)
+                    # is skipped rather than blocking the store forever
+            if commit["audit"] and not (recovering and audit.has(commit["op_id"])):
+                lines += commit["audit"]
+            if commit["key"] is not None:
+                ledger.put(commit["key"], commit["op"], commit["result"], commit["attachment"])
+    audit.append(lines)
     if dropped:  # a redaction or a prune: its dropped references leave the disk now
         files.versions.compact()
     files.index.write_usage(Usage.from_json(record["usage"]))

@@ -21,7 +21,7 @@ import json
 import os
 import stat
 from contextlib import suppress
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import resumablesha256
@@ -100,11 +100,10 @@ class Usage:
         return self.files + self.dirs
 
     def as_json(self) -> dict[str, int | str]:
-        raw: dict[str, int | str] = {
-            k: v for k, v in asdict(self).items() if k not in ("tree", "index", "bookkeeping")
-        }
-        raw["tree"] = tree_id(self.tree)
-        return raw
+        return {
+            "live": self.live, "versions": self.versions, "files": self.files,
+            "dirs": self.dirs, "tree": tree_id(self.tree),
+        }  # fmt: skip
 
     @classmethod
     def from_json(cls, raw: dict[str, object]) -> Usage:
@@ -126,6 +125,9 @@ class FileIndex:
     def __init__(self, state: Path) -> None:
         self.dir = state / "index"
         self.usage_path = state / "usage.json"
+        #: Entries this process read or wrote, by path, with the file identity they
+        #: hold for: one that still matches the file is the entry, unread.
+        self._seen: dict[str, tuple[tuple[int, int, int, int], FileState]] = {}
 
     def _entry(self, rel: str) -> Path:
         return self.dir / f"{_key(rel)}.json"
@@ -155,6 +157,10 @@ class FileIndex:
         return self._cached(rel, info) if stat.S_ISREG(info.st_mode) else None
 
     def _cached(self, rel: str, info: os.stat_result) -> FileState | None:
+        ident = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        seen = self._seen.get(rel)
+        if seen is not None and seen[0] == ident:
+            return seen[1]
         try:
             raw = json.loads(self._entry(rel).read_bytes())
             if (
@@ -165,10 +171,19 @@ class FileIndex:
                 and raw["ctime"] == info.st_ctime_ns
             ):
                 h = raw.get("h")
-                return FileState(str(raw["sha"]), int(raw["size"]), bytes.fromhex(h) if h else None)
+                found = FileState(
+                    str(raw["sha"]), int(raw["size"]), bytes.fromhex(h) if h else None
+                )
+                self._see(rel, ident, found)
+                return found
         except (OSError, ValueError, KeyError, TypeError):
             return None
         return None
+
+    def _see(self, rel: str, ident: tuple[int, int, int, int], found: FileState) -> None:
+        if len(self._seen) >= 4096:
+            self._seen.clear()
+        self._seen[rel] = (ident, found)
 
     def remember(
         self,
@@ -198,8 +213,10 @@ class FileIndex:
         }
         path = self._entry(rel)
         _fs.write_redoable(path, json.dumps(entry).encode())
+        self._see(rel, (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns), found)
 
     def forget(self, rel: str) -> None:
+        self._seen.pop(rel, None)
         with suppress(FileNotFoundError):
             self._entry(rel).unlink()
 

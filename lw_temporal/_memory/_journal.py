@@ -80,6 +80,26 @@ def locked(
         os.close(fd)
 
 
+def try_lock(state: Path) -> int | None:
+    """The store's exclusive lock if it is free now: the descriptor that holds it
+    (close it to release), else ``None``."""
+    path = state / "lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except FileNotFoundError:
+        state.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        lock_exclusive(fd, blocking=False)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 class Journal:
     def __init__(self, state: Path) -> None:
         self.path = state / "journal.log"
@@ -105,11 +125,17 @@ class Journal:
             os.close(fd)
 
     def _applied(self) -> tuple[str, int]:
-        try:
-            boot, _, offset = self.marker.read_text().partition(" ")
-            return boot, int(offset)
-        except (FileNotFoundError, ValueError):
+        try:  # read on every lock: plain calls
+            fd = os.open(self.marker, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
             return "", 0
+        try:
+            boot, _, offset = os.read(fd, 256).decode("ascii", "replace").partition(" ")
+            return boot, int(offset)
+        except ValueError:
+            return "", 0
+        finally:
+            os.close(fd)
 
     def mark(self, end: int) -> None:
         fd = os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -122,7 +148,11 @@ class Journal:
     def pending(self) -> tuple[list[dict[str, Any]], int] | None:
         """Records to redo and the end they reach, or ``None`` if all is applied.
         Costs a stat and a small read when nothing is pending."""
-        size = self.size()
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        size = info.st_size
         if size == 0:
             return None
         boot, offset = self._applied()

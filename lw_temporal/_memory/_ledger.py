@@ -87,6 +87,7 @@ class Ledger:
     def __init__(self, state: Path) -> None:
         self.log = KeyedLog(state / "ledger.log")
         self._old = state / "ledger"
+        self._old_prefix = f"{self._old}/"
 
     @property
     def path(self) -> Path:
@@ -98,10 +99,16 @@ class Ledger:
     def get_hashed(self, hashed: str) -> LedgerRecord | None:
         raw = self.log.get(hashed)
         if raw is None:
-            try:  # not migrated yet
-                raw = json.loads((self._old / f"{hashed}.json").read_bytes())
-            except (FileNotFoundError, NotADirectoryError, ValueError):
+            try:  # not migrated yet (looked up by name: this runs on every mutation)
+                fd = os.open(f"{self._old_prefix}{hashed}.json", os.O_RDONLY | os.O_CLOEXEC)
+            except (FileNotFoundError, NotADirectoryError):
                 return None
+            try:
+                raw = json.loads(os.read(fd, 1 << 24))
+            except ValueError:
+                return None
+            finally:
+                os.close(fd)
         return LedgerRecord(op=raw["op"], result=raw["result"], attachment=raw.get("attachment"))
 
     def put(self, hashed: str, op: str, result: Any, attachment: Any) -> None:

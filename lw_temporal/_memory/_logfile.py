@@ -29,6 +29,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,10 +66,34 @@ def _header() -> bytes:
 class KeyedLog:
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._local = threading.local()
 
     # -- writing (under the store's lock) --------------------------------------------
     def put(self, records: Iterable[tuple[str, dict[str, Any]]]) -> None:
-        self._append(b"".join(_line({KEY: key, **body}) for key, body in records))
+        lines = b"".join(_line({KEY: key, **body}) for key, body in records)
+        held: list[bytes] | None = getattr(self._local, "held", None)
+        if held is not None:
+            held.append(lines)
+        else:
+            self._append(lines)
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """This thread's records put inside are appended together when it ends (or
+        before this thread next reads the log): one write for a batch's records."""
+        self._local.held = []
+        try:
+            yield
+        finally:
+            self._release()
+            self._local.held = None
+
+    def _release(self) -> None:
+        held: list[bytes] | None = getattr(self._local, "held", None)
+        if held:
+            lines = b"".join(held)
+            held.clear()
+            self._append(lines)
 
     def drop(self, keys: Iterable[str]) -> None:
         """Tombstone the keys the log holds (a key it never held costs nothing)."""
@@ -175,6 +200,7 @@ class KeyedLog:
         return 0 if where is None else where[1]
 
     def _refresh(self) -> _Index:
+        self._release()
         with _indexes_lock:
             index = _indexes.setdefault(self.path, _Index())
         with index.lock:

@@ -76,7 +76,7 @@ class Provenance(_Sparse):
     def from_activity(cls, scope: Scope, *, actor: str | None = None) -> Provenance:
         """The calling activity's provenance (call inside an activity only)."""
         info = activity.info()
-        return cls(
+        return cls.model_construct(  # from activity.info(): typed already
             namespace=info.workflow_namespace,
             workflow_id=info.workflow_id,
             workflow_type=info.workflow_type,

@@ -155,10 +155,14 @@ class SearchIndex:
     # -- generations ------------------------------------------------------------------
     def current(self) -> Path | None:
         """The current generation's file, or ``None`` when the store has no index."""
-        try:
-            name = self.pointer.read_text().strip()
+        try:  # asked by every commit: plain calls
+            fd = os.open(self.pointer, os.O_RDONLY | os.O_CLOEXEC)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        try:
+            name = os.read(fd, 256).decode("utf-8", "replace").strip()
+        finally:
+            os.close(fd)
         if not _NAME.fullmatch(name) or not (self.dir / name).is_file():
             return None
         return self.dir / name

@@ -46,6 +46,7 @@ from .._scan import DefaultScanner, Scanner
 from .._scope import StoreKind, StoreRef
 from . import _fs
 from ._apply import checkpoint, recover
+from ._fileops import FileOp, file_body, replacer
 from ._index import Usage, tree_id
 from ._journal import Cancelled, locked
 from ._names import STORE_FORMS, StoreNotFound, redaction_pattern
@@ -65,10 +66,10 @@ from ._records import (
 )
 from ._redact import redact_body
 from ._rename import StoreMoves
-from ._rules import SHA, check_file_kind, check_precondition, file_parts, refuse
+from ._rules import SHA
 from ._search import StoreSearch
 from ._staged import staged_body
-from ._txn import StoreFiles, Txn
+from ._txn import StoreFiles
 from ._versions import history, sha256
 from ._writer import StoreWriter
 
@@ -186,9 +187,8 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention, StoreQuarantine):
         provenance, hold = self._route(store, provenance, path)
         if hold is not None:
             return hold.file_op(path, provenance, "write", shown, lambda _o: content, if_sha256)
-        return self._file_op(
-            store, path, provenance, "write", shown, cancel, lambda _old: content, if_sha256
-        )
+        op = FileOp("write", path, shown or f"{store}:{path}", content, if_sha256=if_sha256)
+        return self._file_op(store, op, provenance, cancel)
 
     def append(
         self,
@@ -203,8 +203,7 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention, StoreQuarantine):
     ) -> MutationResult:
         """Add ``content`` at the end of a file (creating it). It costs what it adds:
         the file is not read, re-hashed or copied, and only the added bytes (with the
-        seam before them) are scanned, so an old finding does not block every later
-        append while a secret split across two appends is still caught."""
+        seam before them) are scanned (see :mod:`._fileops`)."""
         shown = shown or f"{store}:{path}"
         provenance, hold = self._route(store, provenance, path)
         if hold is not None:
@@ -212,24 +211,8 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention, StoreQuarantine):
                 path, provenance, "append", shown, lambda old: (old or b"") + content,
                 if_sha256, append=content,
             )  # fmt: skip
-        parts = file_parts(path, shown, provenance)
-        who = provenance.who()
-
-        def body(txn: Txn) -> MutationResult:
-            check_file_kind(txn, parts, shown, who)
-            before, after, findings, refusal = txn.stage_append(parts, content, "append", shown)
-            check_precondition(if_sha256, None if before is None else before.sha, shown, who)
-            refuse(txn, "append", shown, who, refusal, after.size)
-            return MutationResult(
-                path=shown,
-                op="append",
-                content_sha256=after.sha,
-                previous_sha256=None if before is None else before.sha,
-                bytes=after.size,
-                findings=tuple(findings),
-            )
-
-        return self._writer.mutate(store, provenance, "append", body, MutationResult, cancel)
+        op = FileOp("append", path, shown, content, if_sha256=if_sha256)
+        return self._file_op(store, op, provenance, cancel)
 
     def replace(
         self,
@@ -245,29 +228,12 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention, StoreQuarantine):
     ) -> MutationResult:
         """Replace the single occurrence of ``old`` with ``new`` (``str_replace``)."""
         where = shown or f"{store}:{path}"
-
-        def edit(before: bytes | None) -> bytes:
-            if before is None:
-                raise lw_error(MEMORY_NOT_FOUND, f"{provenance.who()}: {where} does not exist")
-            try:
-                text = before.decode("utf-8")
-            except UnicodeDecodeError:
-                raise lw_error(INVALID_REQUEST, f"{where} is not UTF-8 text") from None
-            count = text.count(old)
-            if count != 1:
-                problem = (
-                    "does not contain the text to replace; read it and copy the text exactly"
-                    if count == 0
-                    else f"contains the text to replace {count} times; include more "
-                    "surrounding text so that it occurs once"
-                )
-                raise lw_error(INVALID_REQUEST, f"{provenance.who()}: {where} {problem}")
-            return text.replace(old, new, 1).encode("utf-8")
-
+        op = FileOp("replace", path, where, old=old, new=new, if_sha256=if_sha256)
         provenance, hold = self._route(store, provenance, path)
         if hold is not None:
+            edit = replacer(op, provenance)
             return hold.file_op(path, provenance, "replace", where, edit, if_sha256)
-        return self._file_op(store, path, provenance, "replace", shown, cancel, edit, if_sha256)
+        return self._file_op(store, op, provenance, cancel)
 
     def restore(
         self,
@@ -286,50 +252,21 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention, StoreQuarantine):
                 MEMORY_NOT_FOUND,
                 f"{where}: no kept version {sha256}; see versions() for what is kept",
             )
-        return self._file_op(
-            store, path, provenance, "restore", shown, None, lambda _b: content, None,
-            scan=False,
-        )  # fmt: skip
+        op = FileOp("write", path, where, content)
+        body = file_body(op, provenance, lambda _b: content, scan=False, name="restore")
+        return self._writer.mutate(store, provenance, "restore", body, MutationResult, None)
 
     def _file_op(
         self,
         store: StoreRef,
-        path: str,
+        op: FileOp,
         provenance: Provenance,
-        op: str,
-        shown: str | None,
         cancel: threading.Event | None,
-        edit: Callable[[bytes | None], bytes],
-        if_sha256: str | None,
-        *,
-        scan: bool = True,
     ) -> MutationResult:
-        shown = shown or f"{store}:{path}"
-        parts = file_parts(path, shown, provenance)
-        who = provenance.who()
-
-        def body(txn: Txn) -> MutationResult:
-            check_file_kind(txn, parts, shown, who)
-            before, old = txn.state(parts, shown)
-            check_precondition(if_sha256, None if before is None else before.sha, shown, who)
-            if before is not None and old is None:
-                old = txn.content(parts, shown)
-            new = edit(old)
-            refuse(txn, op, shown, who, None, len(new), early=True)
-            after, findings, refusal = txn.stage_write(
-                parts, new, op, shown, before=before, old=old, scan=scan
-            )
-            refuse(txn, op, shown, who, refusal, len(new))
-            return MutationResult(
-                path=shown,
-                op=op,
-                content_sha256=after.sha,
-                previous_sha256=None if before is None else before.sha,
-                bytes=len(new),
-                findings=tuple(findings),
-            )
-
-        return self._writer.mutate(store, provenance, op, body, MutationResult, cancel)
+        """A file mutation any process holding the store's lock may commit."""
+        return self._writer.mutate(
+            store, provenance, op.kind, op.body(provenance), MutationResult, cancel, request=op
+        )
 
     def delete(
         self,
@@ -343,52 +280,12 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention, StoreQuarantine):
         cancel: threading.Event | None = None,
     ) -> MutationResult:
         """Remove a file, or a folder with everything in it when ``recursive``."""
-        shown = shown or f"{store}:{path}"
+        where = shown or f"{store}:{path}"
         provenance, hold = self._route(store, provenance, path)
         if hold is not None:
-            return hold.delete(path, provenance, recursive, if_sha256, shown)
-        parts = _fs.clean_relative(path, shown)
-        who = provenance.who()
-        if not parts:
-            raise lw_error(
-                INVALID_REQUEST, f"{who}: {shown} is the store root; delete what is inside it"
-            )
-
-        def body(txn: Txn) -> MutationResult:
-            kind = txn.kind(parts, shown)
-            if kind is None:
-                raise lw_error(MEMORY_NOT_FOUND, f"{who}: {shown} does not exist")
-            if kind == "dir":
-                if not recursive:
-                    raise lw_error(
-                        INVALID_REQUEST,
-                        f"{who}: {shown} is a folder; pass recursive=True to delete it and "
-                        "everything in it",
-                    )
-                if if_sha256 is not None:
-                    raise lw_error(INVALID_REQUEST, f"{who}: if_sha256 applies to files only")
-                deleted = txn.stage_delete_tree(parts, shown)
-                return MutationResult(
-                    path=shown,
-                    op="delete",
-                    content_sha256=None,
-                    previous_sha256=None,
-                    bytes=0,
-                    deleted=tuple(deleted),
-                )
-            before = txn.state(parts, shown)[0] if kind == "file" else None
-            check_precondition(if_sha256, None if before is None else before.sha, shown, who)
-            before_sha = txn.stage_delete_file(parts, shown, kind)
-            return MutationResult(
-                path=shown,
-                op="delete",
-                content_sha256=None,
-                previous_sha256=before_sha,
-                bytes=0,
-                deleted=("/".join(parts),),
-            )
-
-        return self._writer.mutate(store, provenance, "delete", body, MutationResult, cancel)
+            return hold.delete(path, provenance, recursive, if_sha256, where)
+        op = FileOp("delete", path, where, if_sha256=if_sha256, recursive=recursive)
+        return self._file_op(store, op, provenance, cancel)
 
     def commit_staged(
         self,
@@ -507,12 +404,12 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention, StoreQuarantine):
         if (held := self._held_record(store, provenance)) is not None:
             return held
         files = self.files(store)
-        record = files.ledger.get(key)
-        if record is None and files.journal.pending() is not None:
+        if files.journal.pending() is not None:
+            # a crashed commit is rolled forward first: its ledger record may be in
+            # while its audit lines are not yet
             with locked(files.state, str(store), None, self.lock_timeout):
-                recover(files)  # rolls forward a crashed commit
-                record = files.ledger.get(key)
-        return record
+                recover(files)
+        return files.ledger.get(key)
 
     def prune_ledger(self, store: StoreRef, older_than: timedelta) -> int:
         """Forget exactly-once records older than ``older_than`` (longer than any

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,17 @@ _SPLICE_SHARE = 0.5
 _RECORD_BYTES = 1024
 
 
+#: The last bytes of contents this process planned or read, by sha256 (a content's
+#: tail never changes, so nothing here goes stale): an append's seam scan reads none.
+_TAILS: dict[str, bytes] = {}
+
+
+def _keep_tail(sha: str, tail: bytes) -> None:
+    if len(_TAILS) >= 1024:
+        _TAILS.clear()
+    _TAILS[sha] = tail
+
+
 class Conflict(Exception):
     """The mutation depends on a file changed earlier in this batch: run it next."""
 
@@ -50,35 +62,36 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class StoreFiles:
-    """Where one store's files and bookkeeping are."""
+    """Where one store's files and bookkeeping are (each part made once: they hold
+    paths only, and every mutation asks for most of them)."""
 
     store: StoreRef
     root: Path
     state: Path
 
-    @property
+    @cached_property
     def journal(self) -> Journal:
         return Journal(self.state)
 
-    @property
+    @cached_property
     def index(self) -> FileIndex:
         return FileIndex(self.state)
 
-    @property
+    @cached_property
     def search(self) -> SearchIndex:
         return SearchIndex(self.state)
 
-    @property
+    @cached_property
     def versions(self) -> VersionStore:
         return VersionStore(self.state)
 
-    @property
+    @cached_property
     def audit(self) -> AuditLog:
         return AuditLog(self.state)
 
-    @property
+    @cached_property
     def ledger(self) -> Ledger:
         return Ledger(self.state)
 
@@ -227,15 +240,21 @@ class Txn:
         known = self._known("/".join(parts), parts)
         if known is not None:
             return known.tail
+        cached = _TAILS.get(state.sha)
+        if cached is not None:
+            return cached
         with self._parent(parts, shown) as fd:
             if fd is None:
                 return b""
             file = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
             try:
                 start = max(0, state.size - SEAM_OVERLAP)
-                return os.pread(file, state.size - start, start)
+                tail = os.pread(file, state.size - start, start)
             finally:
                 os.close(file)
+        if len(tail) == min(state.size, SEAM_OVERLAP):
+            _keep_tail(state.sha, tail)
+        return tail
 
     # -- rules ----------------------------------------------------------------------
     def scan(self, rel: str, before: bytes, added: bytes) -> tuple[list[Finding], str | None]:
@@ -258,7 +277,7 @@ class Txn:
         # Its audit line, its copy in the journal, and its share of the ledger record.
         self.usage.bookkeeping += _RECORD_BYTES + 2 * len(rel.encode("utf-8", "surrogateescape"))
         self.audit.append(
-            AuditEntry(
+            AuditEntry.model_construct(  # every field typed by its maker
                 time=now(),
                 op_id=self.op_id,
                 op=op,
@@ -268,7 +287,7 @@ class Txn:
                 sha256_before=before,
                 sha256_after=after,
                 detail=detail,
-                **self.provenance.model_dump(),
+                **dict(self.provenance),
             )
         )
 
@@ -299,7 +318,9 @@ class Txn:
         after = before.extended(data)
         ref = {"prefix": after.sha, "len": before.size}
         self.usage.versions += len(json.dumps(ref, separators=(",", ":")))
-        self._set(rel, before, Known(after, (tail + data)[-SEAM_OVERLAP:]))
+        seam = (tail + data)[-SEAM_OVERLAP:]
+        _keep_tail(after.sha, seam)
+        self._set(rel, before, Known(after, seam))
         self.ops.append(
             {"k": "a", "p": rel, "at": before.size, "d": b64(data), "sha": after.sha,
              "prev": before.sha}
@@ -423,7 +444,7 @@ class Txn:
             "key": key,
             "op": op,
             "ops": self.ops,
-            "audit": [e.model_dump(mode="json") for e in self.audit],
+            "audit": [dict(e) for e in self.audit],  # JSON values already
             "result": result,
             "attachment": attachment,
         }

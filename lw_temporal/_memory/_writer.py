@@ -4,15 +4,17 @@
 A mutation is a *body*: a function of a :class:`Txn` that checks the rules and stages
 its changes, returning the result model. The writer queues it (:mod:`._commit`), and
 the leading thread, holding the store's lock, first redoes whatever a crashed writer
-left (:func:`recover`), then plans each queued body in order, commits the batch with
-one journal flush, applies it, and hands out the results; a retried activity gets the
-result its first attempt recorded instead (the idempotency ledger).
+left (:func:`recover`), then plans each queued body in order (with the requests other
+processes spooled, :mod:`._spool`), commits the batch with one journal flush, applies
+it, and hands out the results; a retried activity gets the result its first attempt
+recorded instead (the idempotency ledger).
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,10 +29,12 @@ from .._scope import StoreRef
 from . import _fs
 from ._apply import apply_record, checkpoint, recover
 from ._commit import GroupCommitter, Pending
+from ._fileops import FileOp
 from ._index import Usage, tree_id, tree_term
-from ._journal import CHECKPOINT_BYTES, locked
+from ._journal import CHECKPOINT_BYTES, try_lock
 from ._ledger import key_hash
-from ._records import LedgerRecord, Provenance
+from ._records import LedgerRecord, MutationResult, Provenance
+from ._spool import GATHER_SECONDS, PROCESS, Spool, outcome_of, scanner_fingerprint
 from ._txn import Batch, Conflict, StoreFiles, Txn
 
 _R = TypeVar("_R", bound=BaseModel)
@@ -53,10 +57,20 @@ class StoreWriter:
         self.quota = quota
         self.lock_timeout = lock_timeout
         self._committers: dict[StoreRef, GroupCommitter] = {}
+        self._files: dict[StoreRef, StoreFiles] = {}
         self._committers_lock = threading.Lock()
+        #: Requests of processes whose scanner has this fingerprint can be committed
+        #: here, and this one's there (``None``: a scanner of the user's own).
+        self.fingerprint = scanner_fingerprint(scanner)
 
     def files(self, store: StoreRef) -> StoreFiles:
-        return StoreFiles(store, self._root(store), self._state(store))
+        files = self._files.get(store)
+        if files is None:
+            files = StoreFiles(store, self._root(store), self._state(store))
+            if len(self._files) >= 1024:
+                self._files.clear()
+            self._files[store] = files
+        return files
 
     def usage(self, files: StoreFiles, root_fd: int | None) -> Usage:
         found = files.index.read_usage()
@@ -94,7 +108,15 @@ class StoreWriter:
 
     def _committer(self, store: StoreRef) -> GroupCommitter:
         with self._committers_lock:
-            return self._committers.setdefault(store, GroupCommitter())
+            committer = self._committers.get(store)
+            if committer is None:
+                spool = (
+                    None
+                    if self.fingerprint is None
+                    else Spool(self._state(store), self.fingerprint)
+                )
+                committer = self._committers[store] = GroupCommitter(spool, str(store))
+            return committer
 
     def mutate(
         self,
@@ -106,26 +128,80 @@ class StoreWriter:
         cancel: threading.Event | None,
         *,
         attachment: Any = None,
+        request: FileOp | None = None,
     ) -> _R:
-        pending = Pending(body, cancel, op, attachment, provenance, result_type)
-        committer = self._committer(store)
+        """Commit ``body`` with whatever else is queued. ``request`` is its data form:
+        with it (and an idempotency key, so a commit redone after a crash is found in
+        the ledger) another process holding the lock may commit it for this one."""
+        spoolable = attachment is None and provenance.idempotency_key is not None
+        pending = Pending(
+            body, cancel, op, attachment, provenance, result_type, self.quota(store),
+            request if spoolable else None, time.monotonic() + self.lock_timeout,
+        )  # fmt: skip
         files = self.files(store)
-
-        def lead(take: Callable[[], list[Pending]]) -> None:
-            with locked(files.state, str(store), cancel, self.lock_timeout):
-                recover(files)
-                items = take()
-                try:
-                    deferred = self._batch(files, items)
-                except BaseException as err:
-                    for item in items:
-                        if not item.done.is_set():
-                            item.fail(err)
-                    raise
-                committer.requeue(deferred)
-
-        result: _R = committer.submit(pending, lead)
+        result: _R = self._committer(store).submit(pending, lambda c: self._lead(files, c))
         return result
+
+    def _lead(self, files: StoreFiles, committer: GroupCommitter) -> None:
+        """One step of leading: commit everything if the store's lock is free, else
+        spool and collect outcomes."""
+        fd = try_lock(files.state)
+        if fd is None:
+            committer.wait_step()
+            return
+        try:
+            recover(files)
+            self._commit_queued(files, committer)
+        finally:
+            os.close(fd)
+        committer.collect(now=time.monotonic())  # what another holder committed for us
+
+    def _commit_queued(self, files: StoreFiles, committer: GroupCommitter) -> None:
+        """Under the lock: this process's queue and the spool's requests, in batches
+        until none is left; each spooled request's outcome is written back."""
+        items = committer.take()
+        remote: list[tuple[str, Pending]] = []
+        own: list[str] = []
+        spool = committer.spool
+        if spool is not None:
+            if committer.peers:
+                spool.gather(committer.peers, GATHER_SECONDS)
+            requests, broken = spool.claim()
+            committer.peers = len({r.process for r in requests} - {PROCESS})
+            for rid, err in broken:
+                spool.answer(rid, outcome_of(None, lw_error(INVALID_REQUEST, f"unreadable: {err}")))
+            for request in requests:
+                mine = committer.claimed(request.id)
+                if mine is not None:
+                    items.append(mine)
+                    own.append(request.id)
+                    continue
+                item = Pending(
+                    _refused, None, request.op.kind, None, request.provenance, MutationResult,
+                    request.quota,
+                )  # fmt: skip
+                try:
+                    item.run = request.op.body(request.provenance)
+                except Exception as err:  # a path refused before planning
+                    item.fail(err)
+                else:
+                    items.append(item)
+                remote.append((request.id, item))
+        try:
+            while items:
+                items = self._batch(files, items)
+        except BaseException as err:
+            for item in items:
+                if not item.done.is_set():
+                    item.fail(err)
+            if not remote:
+                raise
+        finally:
+            if spool is not None:
+                for rid, item in remote:
+                    spool.answer(rid, outcome_of(item.result, item.error))
+                for rid in own:
+                    spool.drop(rid, outcome=True)
 
     def _batch(self, files: StoreFiles, items: list[Pending]) -> list[Pending]:
         """Plan, commit (one flush) and apply ``items``; returns those that must wait
@@ -179,7 +255,7 @@ class StoreWriter:
                     )
                 replayed: BaseModel = item.result_type.model_validate(record.result)
                 return replayed.model_copy(update={"replayed": True})
-        txn = Txn(batch, provenance, self.quota(files.store), self.scanner)
+        txn = Txn(batch, provenance, item.quota or self.quota(files.store), self.scanner)
         result: BaseModel = item.run(txn)
         if not txn.ops and not txn.audit and not (item.attachment is not None and hashed):
             return result
@@ -211,3 +287,7 @@ class StoreWriter:
         for item, result in staged:
             item.succeed(result)
         return True
+
+
+def _refused(_txn: Txn) -> Any:
+    raise AssertionError("a request whose body could not be built is never planned")

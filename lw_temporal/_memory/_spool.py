@@ -1,0 +1,271 @@
+"""A store's spool: mutations another process commits, and their outcomes.
+
+Within a process, concurrent mutations of a store queue in memory and share one
+journal flush (:mod:`._commit`). Across processes (workers sharing a data dir, on one
+host or on several) a mutation that finds the store's lock held is written here as a
+request instead, and whichever process holds the lock next commits it with its own
+batch, under the same flush, and writes its outcome back; the requester, polling for
+the outcome or the lock, takes it up (or, once it holds the lock itself, commits what
+is left). Files in ``<state>/spool/``:
+
+- ``<id>.out``: made empty by the requester before its request, later filled with the
+  outcome in one write by the committer. The requester only ever opens a name it made
+  itself, so a network file system's cache of names it looked up (an absent name is
+  remembered for a while) cannot hide the outcome from it;
+- ``<id>.<fp>.req``: the request (a :class:`._fileops.FileOp`, its provenance and its
+  quota), written under a temporary name and renamed, so it is whole or absent.
+  ``<fp>`` fingerprints the requester's scanner: a committer takes only requests of its
+  own fingerprint, so each mutation passes the scan its own process would run;
+- ``<id>.<fp>.taken``: a request a committer claimed (renamed under the lock). Claims
+  are answered before the lock is released, so one found by the next holder belongs
+  to a committer that died first: it is committed again, and the idempotency ledger
+  (every spooled mutation carries a key) makes that return what the first commit did.
+
+A requester withdraws (cancelled, or out of patience) by unlinking its ``.req``; if a
+committer renamed it first, the requester waits for the outcome as for a commit
+already under way. Only mutations with an idempotency key and a built-in scanner are
+spooled; the others wait for the lock, as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import uuid
+from contextlib import suppress
+from dataclasses import dataclass
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+from temporalio.exceptions import ApplicationError
+
+from .._definitions import MemoryQuota
+from .._scan import DefaultScanner, NoScanner, Scanner
+from ._fileops import FileOp
+from ._records import Provenance
+
+#: Requests one lock holder takes at a time (the rest wait for the next batch).
+CLAIM_LIMIT = 256
+#: How long a lock holder waits for the requests it expects (see :meth:`Spool.gather`).
+GATHER_SECONDS = 0.001
+#: Outcomes nobody took up (their requester died) are removed after this long.
+STALE_SECONDS = 3600.0
+
+_REQ, _TAKEN, _OUT = ".req", ".taken", ".out"
+_serial = count()
+#: This process's tag in its request ids.
+PROCESS = uuid.uuid4().hex[:8]
+
+
+def scanner_fingerprint(scanner: Scanner) -> str | None:
+    """A stable digest of what ``scanner`` checks, the same in every process that
+    configures it the same way; ``None`` for a scanner of the user's own (its
+    mutations are committed by its own process, whose scanner it is)."""
+    if type(scanner) is NoScanner:
+        return "none"
+    if type(scanner) is not DefaultScanner:
+        return None
+    rules = [
+        [r.name, r.kind, r.blocking, r.pattern.pattern, r.pattern.flags,
+         None if r.check is None else f"{r.check.__module__}.{r.check.__qualname__}"]
+        for r in scanner.rules
+    ]  # fmt: skip
+    return hashlib.sha256(json.dumps(rules).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A claimed request: what to commit, for whom, under which quota."""
+
+    id: str
+    op: FileOp
+    provenance: Provenance
+    quota: MemoryQuota
+
+    @property
+    def process(self) -> str:
+        """The requesting process's random tag (from the id)."""
+        return self.id.split("-")[1] if self.id.count("-") >= 2 else self.id
+
+
+class Spool:
+    """The spool of one store, as seen by a process with scanner fingerprint ``fp``."""
+
+    def __init__(self, state: Path, fp: str) -> None:
+        self.dir = state / "spool"
+        self.fp = fp
+
+    # -- the requester ------------------------------------------------------------------
+    def submit(self, op: FileOp, provenance: Provenance, quota: MemoryQuota) -> str:
+        """Write a request; returns its id."""
+        rid = f"{time.time_ns():016x}-{PROCESS}-{next(_serial)}"
+        body = {
+            "op": op.as_json(),
+            "provenance": {k: v for k, v in provenance if v is not None},
+            "quota": dict(quota),
+        }
+        data = json.dumps(body, separators=(",", ":")).encode()
+        try:
+            self._make(rid)
+        except FileNotFoundError:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self._make(rid)
+        tmp = self.dir / f".{rid}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.rename(tmp, self.dir / f"{rid}.{self.fp}{_REQ}")
+        return rid
+
+    def _make(self, rid: str) -> None:
+        fd = os.open(
+            self.dir / f"{rid}{_OUT}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600
+        )
+        os.close(fd)
+
+    def withdraw(self, rid: str) -> bool:
+        """Take a request back unless a committer has it (then wait for its outcome)."""
+        try:
+            os.unlink(self.dir / f"{rid}.{self.fp}{_REQ}")
+        except FileNotFoundError:
+            return False
+        with suppress(FileNotFoundError):
+            os.unlink(self.dir / f"{rid}{_OUT}")
+        return True
+
+    def outcome(self, rid: str) -> dict[str, Any] | None:
+        """The request's outcome once written (then its file is removed), else None."""
+        path = self.dir / f"{rid}{_OUT}"
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return {"error": {"message": f"the outcome of memory request {rid} is gone"}}
+        try:
+            size = os.fstat(fd).st_size
+            data = os.pread(fd, size, 0) if size else b""
+        finally:
+            os.close(fd)
+        if not data:
+            return None
+        try:
+            raw = json.loads(data)
+        except ValueError:
+            return None  # still being written
+        os.unlink(path)
+        return raw if isinstance(raw, dict) else None
+
+    # -- the committer (under the store's lock) ---------------------------------------------
+    def gather(self, expected: int, within: float) -> None:
+        """Wait (at most ``within`` seconds) until ``expected`` requests are in: the
+        processes that had one in the last batch are about to send the next, and
+        a batch that waits a fraction of a flush for them saves them a flush each."""
+        deadline = time.monotonic() + within
+        suffix = f".{self.fp}{_REQ}"
+        while time.monotonic() < deadline:
+            try:
+                if sum(name.endswith(suffix) for name in os.listdir(self.dir)) >= expected:
+                    return
+            except FileNotFoundError:
+                return
+            time.sleep(within / 10)
+
+    def claim(self) -> tuple[list[Request], list[tuple[str, Exception]]]:
+        """Take every request of this fingerprint (this process's own included), and
+        every claim a dead committer left: the requests, and the ids of those that
+        could not be read (with why)."""
+        try:
+            names = sorted(os.listdir(self.dir))
+        except FileNotFoundError:
+            return [], []
+        taken: list[Request] = []
+        broken: list[tuple[str, Exception]] = []
+        suffix_req, suffix_taken = f".{self.fp}{_REQ}", f".{self.fp}{_TAKEN}"
+        for name in names:
+            if len(taken) >= CLAIM_LIMIT:
+                break
+            if name.endswith(suffix_req):
+                rid = name[: -len(suffix_req)]
+                try:
+                    os.rename(self.dir / name, self.dir / f"{rid}{suffix_taken}")
+                except FileNotFoundError:
+                    continue  # withdrawn
+            elif name.endswith(suffix_taken):
+                rid = name[: -len(suffix_taken)]
+            else:
+                if name.endswith(_OUT) and rid_is_stale(self.dir / name):
+                    with suppress(FileNotFoundError):
+                        os.unlink(self.dir / name)
+                continue
+            try:
+                taken.append(self._read(rid))
+            except (OSError, ValueError, KeyError, TypeError) as err:
+                broken.append((rid, err))
+        return taken, broken
+
+    def _read(self, rid: str) -> Request:
+        raw = json.loads((self.dir / f"{rid}.{self.fp}{_TAKEN}").read_bytes())
+        return Request(
+            rid,
+            FileOp.from_json(raw["op"]),
+            Provenance.model_validate(raw["provenance"]),
+            MemoryQuota.model_validate(raw["quota"]),
+        )  # validated: a request file is data, whoever wrote it
+
+    def answer(self, rid: str, outcome: dict[str, Any]) -> None:
+        """Write a claimed request's outcome into the file its requester made, and
+        retire the claim (a requester that went away left no file: nothing to write)."""
+        data = json.dumps(outcome, separators=(",", ":")).encode()
+        try:
+            fd = os.open(self.dir / f"{rid}{_OUT}", os.O_WRONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            pass
+        else:
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+        self.drop(rid)
+
+    def drop(self, rid: str, *, outcome: bool = False) -> None:
+        """Retire a claim (and, for a request answered in this process, its outcome)."""
+        with suppress(FileNotFoundError):
+            os.unlink(self.dir / f"{rid}.{self.fp}{_TAKEN}")
+        if outcome:
+            with suppress(FileNotFoundError):
+                os.unlink(self.dir / f"{rid}{_OUT}")
+
+
+def rid_is_stale(path: Path) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime > STALE_SECONDS
+    except FileNotFoundError:
+        return False
+
+
+def outcome_of(result: Any, error: BaseException | None) -> dict[str, Any]:
+    """A pending mutation's outcome as the spool keeps it."""
+    if error is None:
+        return {"ok": result.model_dump(mode="json")}
+    if isinstance(error, ApplicationError):
+        return {
+            "error": {
+                "message": error.message,
+                "type": error.type,
+                "non_retryable": error.non_retryable,
+            }
+        }
+    return {"error": {"message": f"{type(error).__name__}: {error}"}}
+
+
+def error_of(raw: dict[str, Any]) -> ApplicationError:
+    """The error a spooled outcome reports, raised in the process that asked."""
+    return ApplicationError(
+        str(raw.get("message", "the memory request failed")),
+        type=raw.get("type"),
+        non_retryable=bool(raw.get("non_retryable", False)),
+    )
