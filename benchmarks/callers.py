@@ -28,7 +28,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin
-from lw_temporal._demo import _seed_org_memory
+from lw_temporal._cli._demo_run import _seed_org_memory
 from lw_temporal.ids import DataLayout
 from lw_temporal.options import ModelCallOptions
 from lw_temporal.testing import dev_environment

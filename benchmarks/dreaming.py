@@ -32,7 +32,6 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from lw_temporal import BashRequest, BashResult, DreamContext, RunRecord, WorkflowDefinition
 from lw_temporal._config import LwConfig
-from lw_temporal._dreaming import QUERY_STATE, DreamingActivities, DreamingWorkflow
 from lw_temporal.dreaming import (
     DefaultConsolidator,
     DreamInput,
@@ -41,6 +40,9 @@ from lw_temporal.dreaming import (
     DreamStatus,
     reject_dream,
 )
+from lw_temporal.dreaming._activities import DreamingActivities
+from lw_temporal.dreaming._records import QUERY_STATE
+from lw_temporal.dreaming._workflow import DreamingWorkflow
 from lw_temporal.ids import DataLayout, parse_workflow_id
 from lw_temporal.memory import MemoryAppendRequest
 from lw_temporal.testing import dev_environment

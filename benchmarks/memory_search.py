@@ -40,8 +40,8 @@ from typing import TypeVar
 from temporalio.testing import ActivityEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, MemoryQuota, WorkflowDefinition
-from lw_temporal._memory._search import Query, SearchTarget, run_search
 from lw_temporal.memory import MemoryAppendRequest, MemoryStores, StoreKind, StoreRef
+from lw_temporal.memory._search import Query, SearchTarget, run_search
 
 STORE = StoreRef(StoreKind.WORKFLOW, "bench")
 QUOTA = MemoryQuota(max_bytes=1 << 34, max_files=100_000, max_file_bytes=1 << 30)

@@ -30,7 +30,7 @@ from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
 from temporalio.worker import Worker
 
 from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin
-from lw_temporal._demo import _seed_org_memory
+from lw_temporal._cli._demo_run import _seed_org_memory
 from lw_temporal._live import fetch_tree
 from lw_temporal._telemetry._export import collector_listening, describe_export, otlp_endpoint
 from lw_temporal.ids import DataLayout

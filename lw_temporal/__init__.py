@@ -21,11 +21,12 @@ from ._agent import AgentInput, AgentResult, Model, ModelRequest, ModelResponse,
 from ._approvals import ApprovalRule
 from ._bash import REJECTED_EXIT_CODE, BashRequest, BashResult
 from ._definitions import AttachSpec, MemoryConfig, MemoryQuota, WorkflowDefinition
-from ._dreaming import Consolidator, DreamContext, Note, RunRecord
 from ._egress import NetworkPolicy
 from ._ids import Role
 from ._plugin import LittleWorkflowPlugin
 from ._scan import DefaultScanner, Finding, Scanner
+from .dreaming._consolidator import Consolidator, DreamContext, Note
+from .dreaming._records import RunRecord
 
 __all__ = [
     "REJECTED_EXIT_CODE",

@@ -51,7 +51,6 @@ from ._egress import (
     ProxyLimits,
     proxy_environment,
 )
-from ._errors import MEMORY_COMMIT_FAILED, SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
 from ._locks import lock_exclusive
 from ._mode import Mode
 from ._pathcheck import CHECK_BUDGET_SECONDS, NO_STAGED_MEMORY, precheck, withhold_outside
@@ -87,6 +86,7 @@ from ._sandbox._leases import PoolExhausted
 from ._sandbox._netbroker import NO_BROKER
 from ._sandbox._oom import protect_worker
 from ._scope import Mount, Scope, StoreRef
+from .errors._kinds import MEMORY_COMMIT_FAILED, SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
 
 BASH_ACTIVITY = "lw.bash"
 activity_logger = logging.getLogger(__name__)

@@ -42,9 +42,9 @@ from temporalio.client import Client, WorkflowExecutionDescription
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from ._errors import UNVERIFIED_CALLER, WORKFLOW_ID_TAKEN, lw_error
 from ._ids import AgentId, DataLayout, InvalidWorkflowId, parse_workflow_id
 from ._topology import host_queue, publish
+from .errors._kinds import UNVERIFIED_CALLER, WORKFLOW_ID_TAKEN, lw_error
 
 #: Runs whose verification is remembered (each costs one describe when forgotten).
 VERIFIED_CACHE = 4096

@@ -16,10 +16,10 @@ from temporalio import activity
 
 from ._callers import CallerCheck
 from ._definitions import DefinitionRegistry, WorkflowDefinition
-from ._errors import INVALID_WORKFLOW_ID, UNKNOWN_DEFINITION, lw_error
 from ._ids import DataLayout, InvalidWorkflowId
 from ._scope import Scope, derive_scope
 from ._topology import DEFAULT_HOST_TIMEOUT, Topology
+from .errors._kinds import INVALID_WORKFLOW_ID, UNKNOWN_DEFINITION, lw_error
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class LwConfig:
         store's lock (the manifest): call it in a thread where that matters."""
         info = activity.info()
         self.topology.check_placement(scope.workflow_id, scope.agent_id, local=info.is_local)
-        from ._memory._manifest import record_manifest  # the run's first touch records it
+        from .memory._manifest import record_manifest  # the run's first touch records it
 
         record_manifest(
             self.layout, scope, run_id=info.workflow_run_id, workflow_type=info.workflow_type or ""

@@ -41,7 +41,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ._privacy._codec import PayloadSealed
 from ._terminal import terminal_safe
-from ._workflows import PROGRESS_QUERY, AgentResult, Progress
+from ._workflows._roles import PROGRESS_QUERY, AgentResult, Progress
 
 #: Seconds between two looks at a live tree.
 POLL_SECONDS = 0.5

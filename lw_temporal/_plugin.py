@@ -27,11 +27,21 @@ from ._approvals._audit import ApprovalActivities
 from ._bash import BashActivities
 from ._config import LwConfig
 from ._definitions import WorkflowDefinition
-from ._dreaming import DreamingActivities, DreamingWorkflow
 from ._edit import EditActivities
-from ._memory import MemoryActivities, MemoryStores, TaintGate
-from ._memory._capture import bash_committer
-from ._options import (
+from ._placement import PlacementInterceptor
+from ._privacy import EncryptionCodec, FileKeyStore, KeyRing, default_key_store, with_codec
+from ._privacy._registry import register
+from ._telemetry._interceptor import telemetry_interceptors
+from ._topology import host_queue
+from ._workflows._roles import WORKFLOWS
+from .dreaming._activities import DreamingActivities
+from .dreaming._workflow import DreamingWorkflow
+from .memory._activities import MemoryActivities
+from .memory._capture import bash_committer
+from .memory._gate import TaintGate
+from .memory._retention import RetentionActivities, ScratchRetentionWorkflow
+from .memory._stores import MemoryStores
+from .options._groups import (
     BashOptions,
     DeploymentOptions,
     DreamingAgentOptions,
@@ -41,13 +51,6 @@ from ._options import (
     OrchestratorOptions,
     PrivacyOptions,
 )
-from ._placement import PlacementInterceptor
-from ._privacy import EncryptionCodec, FileKeyStore, KeyRing, default_key_store, with_codec
-from ._privacy._registry import register
-from ._retention import RetentionActivities, ScratchRetentionWorkflow
-from ._telemetry._interceptor import telemetry_interceptors
-from ._topology import host_queue
-from ._workflows import WORKFLOWS
 
 #: How often a running activity's heartbeat details reach the server at most (the live
 #: tree shows a command's newest output from them).

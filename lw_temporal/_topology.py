@@ -34,9 +34,9 @@ from temporalio import activity, workflow
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
-from ._errors import HOST_LOST, WRONG_TOPOLOGY, lw_error
 from ._ids import AgentId, DataLayout, InvalidWorkflowId, parse_workflow_id
 from ._placement import placed_tree
+from .errors._kinds import HOST_LOST, WRONG_TOPOLOGY, lw_error
 
 #: Default time a pinned host may take to pick up an activity before the run fails.
 DEFAULT_HOST_TIMEOUT = timedelta(minutes=5)

@@ -18,8 +18,8 @@ from __future__ import annotations
 from temporalio import workflow
 
 from ._agent import AgentInput
-from ._errors import HIERARCHY_VIOLATION, INVALID_WORKFLOW_ID, lw_error
 from ._ids import AgentId, InvalidWorkflowId, Role, parse_workflow_id, parse_workflow_id_for_type
+from .errors._kinds import HIERARCHY_VIOLATION, INVALID_WORKFLOW_ID, lw_error
 
 #: The patch under which a run a client started ignores settings and state in its input.
 CLIENT_INPUT_PATCH = "lw-client-input-is-data"

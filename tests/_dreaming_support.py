@@ -26,10 +26,12 @@ from temporalio.worker import Worker
 
 from lw_temporal import BashRequest, BashResult, RunRecord, WorkflowDefinition
 from lw_temporal._config import LwConfig
-from lw_temporal._dreaming import QUERY_STATE, DreamingActivities, DreamingWorkflow
-from lw_temporal._memory import TaintGate
 from lw_temporal.dreaming import DreamInput, DreamOptions, DreamResult, DreamState, DreamStatus
+from lw_temporal.dreaming._activities import DreamingActivities
+from lw_temporal.dreaming._records import QUERY_STATE
+from lw_temporal.dreaming._workflow import DreamingWorkflow
 from lw_temporal.memory import MemoryAppendRequest, MemoryStores
+from lw_temporal.memory._gate import TaintGate
 
 from .conftest import pydantic_client
 

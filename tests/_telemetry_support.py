@@ -13,7 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin
-from lw_temporal._demo import _seed_org_memory
+from lw_temporal._cli._demo_run import _seed_org_memory
 from lw_temporal.ids import DataLayout
 from workflows.pipeline import DEFINITIONS, sample_model
 

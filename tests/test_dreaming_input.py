@@ -13,8 +13,8 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal._dreaming._bookkeeping import DreamBooks
 from lw_temporal.dreaming import DreamInput, DreamOptions, DreamResult, DreamStatus
+from lw_temporal.dreaming._bookkeeping import DreamBooks
 from lw_temporal.errors import INVALID_REQUEST, UNKNOWN_DEFINITION
 from lw_temporal.ids import DataLayout
 

@@ -22,7 +22,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lw_temporal import LittleWorkflowPlugin
-from lw_temporal._demo import run_pipeline
+from lw_temporal._cli._demo_run import run_pipeline
 from lw_temporal.dreaming import DreamOptions, DreamResult, DreamStatus, schedule_dreaming
 from lw_temporal.ids import DataLayout
 from lw_temporal.memory import StoreKind, StoreRef

@@ -19,8 +19,8 @@ import pytest
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from lw_temporal._edit._records import EditorRequest
-from lw_temporal._memory._fs import open_file_at
 from lw_temporal._privacy._places import read_at
+from lw_temporal.memory._fs import open_file_at
 from tests._escape_support import BACKENDS, PLANNER, WORKER, running
 
 MAKE_KINDS = (

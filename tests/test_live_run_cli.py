@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal._demo import _free_port
+from lw_temporal._cli._demo_run import _free_port
 
 from ._live_support import CLI, ROOT, address, lw, worker_process
 

@@ -11,9 +11,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from lw_temporal._memory._journal import locked
 from lw_temporal.ids import DataLayout
 from lw_temporal.memory import MemoryStores, Provenance, StoreChange, StoreKind, StoreRef
+from lw_temporal.memory._journal import locked
 
 STORE = StoreRef(StoreKind.WORKFLOW, "batch")
 ADMIN = Provenance.admin("seed")

@@ -12,9 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lw_temporal._memory import _journal, _spool
 from lw_temporal.ids import DataLayout
-from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
+from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef, _journal, _spool
 
 STORE = StoreRef(StoreKind.WORKFLOW, "notes")
 REQUESTERS, COUNT = 2, 10

@@ -9,9 +9,8 @@ import multiprocessing
 from pathlib import Path
 from typing import Any
 
-from lw_temporal._memory import _journal
 from lw_temporal.ids import DataLayout
-from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
+from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef, _journal
 
 STORE = StoreRef(StoreKind.WORKFLOW, "notes")
 PROCS, COUNT = 4, 50

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from lw_temporal._memory._stores import Cancelled
 from lw_temporal.ids import DataLayout
 from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
+from lw_temporal.memory._stores import Cancelled
 
 STORE = StoreRef(StoreKind.ORG, "org")
 

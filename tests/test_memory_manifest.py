@@ -14,8 +14,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._cli import main
-from lw_temporal._memory._manifest import manifests_dir, read_manifest
 from lw_temporal.memory import StoreKind, StoreRef
+from lw_temporal.memory._manifest import manifests_dir, read_manifest
 
 from ._memory_support import call, memory_harness
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lw_temporal._memory import _apply
 from lw_temporal.ids import DataLayout
-from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
+from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef, _apply
 
 STORE = StoreRef(StoreKind.WORKFLOW, "notes")
 ADMIN = Provenance.admin("t")

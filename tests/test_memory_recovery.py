@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from lw_temporal._memory import _journal, _ledger
 from lw_temporal.ids import DataLayout
-from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
+from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef, _journal, _ledger
 
 STORE = StoreRef(StoreKind.WORKFLOW, "notes")
 PROV = Provenance(

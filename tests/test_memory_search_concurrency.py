@@ -9,10 +9,10 @@ import multiprocessing
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from lw_temporal._memory._index import tree_id
-from lw_temporal._memory._searchdb import meta
 from lw_temporal.ids import DataLayout
 from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
+from lw_temporal.memory._index import tree_id
+from lw_temporal.memory._searchdb import meta
 
 STORE = StoreRef(StoreKind.WORKFLOW, "busy")
 WRITERS, LINES = 2, 12

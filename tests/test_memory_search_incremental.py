@@ -13,11 +13,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lw_temporal._memory import _chunks
-from lw_temporal._memory._index import tree_id
-from lw_temporal._memory._searchdb import meta
 from lw_temporal.ids import DataLayout
-from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
+from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef, _chunks
+from lw_temporal.memory._index import tree_id
+from lw_temporal.memory._searchdb import meta
 
 STORE = StoreRef(StoreKind.WORKFLOW, "ledger")
 ADMIN = Provenance.admin("seed")

@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 
 from lw_temporal._cli import main
-from lw_temporal._memory import _searchdb, _searchrows
 from lw_temporal.ids import DataLayout
-from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
+from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef, _searchdb, _searchrows
 
 STORE = StoreRef(StoreKind.WORKFLOW, "atlas")
 ADMIN = Provenance.admin("seed")

@@ -190,7 +190,7 @@ async def test_a_user_who_cannot_read_the_keys_sees_structure_only(
 #: root can read.
 _AS_USER = """
 import asyncio, os, sys
-import lw_temporal._cli as cli, lw_temporal._dreaming, temporalio.contrib.pydantic
+import lw_temporal._cli as cli, lw_temporal.dreaming, temporalio.contrib.pydantic
 args = cli.build_parser().parse_args(sys.argv[2:])
 uid = int(sys.argv[1])
 os.setgroups([]); os.setgid(uid); os.setuid(uid)

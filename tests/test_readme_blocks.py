@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from lw_temporal._demo import _free_port
+from lw_temporal._cli._demo_run import _free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

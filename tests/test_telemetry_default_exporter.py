@@ -11,7 +11,7 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal._demo import _free_port
+from lw_temporal._cli._demo_run import _free_port
 
 from ._live_support import CLI, ROOT, address, lw
 

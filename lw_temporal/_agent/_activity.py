@@ -23,10 +23,10 @@ from temporalio.exceptions import ApplicationError
 
 from .._config import LwConfig
 from .._edit import memory_lines
-from .._errors import CONVERSATION_MISSING, MODEL_CONTEXT_OVERFLOW, MODEL_FAILED, lw_error
 from .._ids import Role
 from .._scope import Scope
 from .._taint import TaintBook
+from ..errors._kinds import CONVERSATION_MISSING, MODEL_CONTEXT_OVERFLOW, MODEL_FAILED, lw_error
 from ._compaction import (
     COMPACTED_FOLDER,
     keep_from,

@@ -7,8 +7,8 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from .._errors import MODEL_FAILED, MODEL_NOT_CONFIGURED, lw_error
 from .._ids import Role
+from ..errors._kinds import MODEL_FAILED, MODEL_NOT_CONFIGURED, lw_error
 from ._compaction import model_free_summary
 from ._protocol import Model, ModelRequest, ModelResponse, ToolCall
 

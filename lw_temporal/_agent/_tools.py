@@ -28,14 +28,8 @@ from .._edit import (
     ToolOutcome,
 )
 from .._ids import Role
-from .._memory import (
-    APPEND,
-    DELETE,
-    LIST,
-    READ,
-    REPLACE,
-    SEARCH,
-    WRITE,
+from ..memory._activities import APPEND, DELETE, LIST, READ, REPLACE, SEARCH, WRITE
+from ..memory._records import (
     ListResult,
     MemoryAppendRequest,
     MemoryDeleteRequest,

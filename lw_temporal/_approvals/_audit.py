@@ -20,10 +20,10 @@ from pydantic import ValidationError
 from temporalio import activity
 
 from .._config import LwConfig
-from .._errors import INVALID_REQUEST, lw_error
 from .._ids import DataLayout, InvalidWorkflowId, parse_workflow_id
-from .._memory._fs import write_atomic
 from .._privacy._forget import Erasure, add_eraser
+from ..errors._kinds import INVALID_REQUEST, lw_error
+from ..memory._fs import write_atomic
 from ._records import RECORD_ACTIVITY, ApprovalRecord, RecordRequest, RecordResult
 
 #: Records one listing reads at most (newest folders first is not knowable cheaply, so

@@ -30,8 +30,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from .._agent import AgentState, ToolCall, ToolKind, tool_for
-from .._errors import APPROVAL_REFUSED, SANDBOX_FAILED, lw_error
 from .._ids import AgentId, InvalidWorkflowId, Role, parse_workflow_id
+from ..errors._kinds import APPROVAL_REFUSED, SANDBOX_FAILED, lw_error
 from ._actions import actions_of
 from ._records import (
     DECIDE_UPDATE,

@@ -1,5 +1,5 @@
 """``lw-temporal demo``: the sample pipeline end to end on an embedded dev server
-(the pipeline itself is :mod:`lw_temporal._demo`; this module only declares the
+(the pipeline itself is :mod:`lw_temporal._cli._demo_run`; this module only declares the
 command)."""
 
 from __future__ import annotations
@@ -30,6 +30,6 @@ def add_demo(sub: Commands) -> None:
 
 
 async def _run_demo(args: argparse.Namespace) -> int:
-    from .._demo import run_demo
+    from ._demo_run import run_demo
 
     return await run_demo(args)

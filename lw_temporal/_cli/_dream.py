@@ -201,7 +201,8 @@ async def _known_definition(client: Client, args: argparse.Namespace) -> None:
 
 
 async def _schedule(args: argparse.Namespace) -> int:
-    from .._dreaming import DreamOptions, dream_schedule_id, schedule_dreaming
+    from ..dreaming._client import dream_schedule_id, schedule_dreaming
+    from ..dreaming._records import DreamOptions
 
     try:
         options = DreamOptions(
@@ -267,7 +268,7 @@ async def _say_started(handle: ScheduleHandle, before: set[str]) -> None:
 
 def _control_handler(verb: str) -> Handler:
     async def handler(args: argparse.Namespace) -> int:
-        from .._dreaming import dream_schedule_id
+        from ..dreaming._client import dream_schedule_id
 
         if args.schedule_id is None and args.definition is None:
             raise CliError(f"dream {verb} needs a DEFINITION or --schedule-id", USAGE)
@@ -303,7 +304,7 @@ def _control_handler(verb: str) -> Handler:
 
 
 async def _list(args: argparse.Namespace) -> int:
-    from .._dreaming import list_dreams
+    from ..dreaming._client import list_dreams
 
     try:
         client = await connect(args)
@@ -347,11 +348,11 @@ def _dream_id(workflow_id: str) -> str:
 
 async def _show(args: argparse.Namespace) -> int:
     _dream_id(args.workflow_id)
-    from .._dreaming import show_dream, wait_for_review
+    from ..dreaming._client import show_dream, wait_for_review
 
     stores = None
     if args.data_dir is not None:
-        from .._memory import MemoryStores
+        from ..memory._stores import MemoryStores
         from ._memory import data_dir_config
 
         stores = MemoryStores.for_config(data_dir_config(args.data_dir))
@@ -372,7 +373,7 @@ async def _show(args: argparse.Namespace) -> int:
 
 def _decide_handler(verb: str) -> Handler:
     async def handler(args: argparse.Namespace) -> int:
-        from .._dreaming import approve_dream, reject_dream
+        from ..dreaming._client import approve_dream, reject_dream
 
         _dream_id(args.workflow_id)
         who = args.by or operator()

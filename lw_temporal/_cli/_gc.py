@@ -1,5 +1,5 @@
 """``lw-temporal gc``: remove the scratch of runs closed longer than a retention
-period, now or on a Schedule (the work is :mod:`lw_temporal._retention`)."""
+period, now or on a Schedule (the work is :mod:`lw_temporal.memory._retention`)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def _check_writable(data_dir: str) -> None:
 
 async def _gc(args: argparse.Namespace) -> int:
     from .._ids import DataLayout
-    from .._retention import RetentionPolicy, collect_garbage, schedule_retention
+    from ..memory._retention import RetentionPolicy, collect_garbage, schedule_retention
 
     if args.retain is None:
         say(

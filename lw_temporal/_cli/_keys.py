@@ -218,7 +218,7 @@ def add_worker_privacy(parser: argparse.ArgumentParser) -> None:
 
 def worker_privacy(args: argparse.Namespace) -> Any:
     """The ``PrivacyOptions`` of ``lw-temporal worker``'s arguments."""
-    from .._options import PrivacyOptions
+    from ..options._groups import PrivacyOptions
 
     if args.plaintext_payloads:
         return PrivacyOptions(encrypt=False)

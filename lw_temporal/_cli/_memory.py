@@ -18,8 +18,10 @@ from typing import Literal
 from temporalio.exceptions import ApplicationError
 
 from .._config import LwConfig
-from .._memory import STORE_FORMS, MemoryStores, Provenance, StoreNotFound
 from .._scope import StoreRef
+from ..memory._names import STORE_FORMS, StoreNotFound
+from ..memory._records import Provenance
+from ..memory._stores import MemoryStores
 from ._common import Commands, Handler, failed, load_object, say
 
 _HELP = """\
@@ -355,7 +357,7 @@ def _prune(target: Target, args: argparse.Namespace) -> int:
 
 def _manifest(target: Target, args: argparse.Namespace) -> int:
     from .._ids import parse_workflow_id
-    from .._memory import read_manifest
+    from ..memory._manifest import read_manifest
 
     try:
         parse_workflow_id(args.workflow_id)
@@ -381,11 +383,11 @@ def _manifest(target: Target, args: argparse.Namespace) -> int:
 
 
 def _readers(target: Target, args: argparse.Namespace) -> int:
-    from .._memory import readers
+    from ..memory._manifest import readers
 
     stores, store, rel, where = target.stores, target.store, target.rel, target.where
     if args.tainted:
-        from .._memory import tainted_readers
+        from ..memory._manifest import tainted_readers
 
         tainted = tainted_readers(stores, store, rel)
         if not tainted:

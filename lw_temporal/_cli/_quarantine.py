@@ -14,7 +14,8 @@ from typing import Any
 from temporalio.exceptions import ApplicationError
 
 from .._ids import parse_workflow_id
-from .._memory import MemoryStores, QuarantineOutcome
+from ..memory._quarantine import QuarantineOutcome
+from ..memory._stores import MemoryStores
 from ._common import CliError, failed, say
 
 _HELP = """\

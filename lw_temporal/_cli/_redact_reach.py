@@ -7,9 +7,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .._memory import MemoryStores, RedactResult
-from .._memory._names import redaction_pattern
 from .._scope import StoreRef
+from ..memory._names import redaction_pattern
+from ..memory._records import RedactResult
+from ..memory._stores import MemoryStores
 from ._common import say
 
 

@@ -33,7 +33,7 @@ from .._live import (
 )
 from .._privacy import KeyShredded, PayloadSealed
 from .._privacy._registry import AmbiguousKeyStore, lookup
-from .._workflows import AgentInput, AgentResult
+from .._workflows._roles import AgentInput, AgentResult
 from ._common import (
     USAGE,
     CliError,

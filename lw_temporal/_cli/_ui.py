@@ -60,7 +60,7 @@ async def _ui(args: argparse.Namespace) -> int:
     except ImportError as err:
         return failed("ui", RuntimeError(f"pip install 'lw-temporal[ui]' ({err})"))
     from .._config import LwConfig
-    from .._memory import MemoryStores
+    from ..memory._stores import MemoryStores
 
     data_dir = Path(args.data_dir)
     if not data_dir.is_dir():  # noqa: ASYNC240 (once, before serving)

@@ -132,10 +132,10 @@ def _roots(args: argparse.Namespace) -> dict[str, str]:
 def _plugin(args: argparse.Namespace) -> tuple[Any, str]:
     """The plugin the options describe, after the checks that need no server, and the
     memory root's id."""
-    from .._options import DeploymentOptions
     from .._plugin import LittleWorkflowPlugin
     from .._telemetry._worker import plugin_options
     from .._topology import DEFAULT_HOST_TIMEOUT, TopologyMismatch
+    from ..options._groups import DeploymentOptions
 
     for option, root in _roots(args).items():
         check_data_dir(root, option, create=args.create)

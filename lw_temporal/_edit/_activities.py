@@ -13,9 +13,10 @@ from collections.abc import Callable
 
 from temporalio import activity
 
-from .._memory import MemoryActivities, Provenance
 from .._sandbox import SandboxUser
 from .._scope import Scope
+from ..memory._activities import MemoryActivities
+from ..memory._records import Provenance
 from ._commands import EDITOR, MEMORY, Voice, run
 from ._files import Files
 from ._records import EditorRequest, MemoryToolRequest, NativeRequest, ToolOutcome

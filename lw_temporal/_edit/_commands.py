@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from temporalio.exceptions import ApplicationError
 
-from .._memory._activities import _read_only_fix
+from ..memory._activities import _read_only_fix
 from ._files import Changed, Entry, Exists, Files, Text
 from ._paths import Place, ToolError, resolve
 from ._records import MemoryToolRequest, NativeRequest, ToolOutcome

@@ -27,11 +27,13 @@ from typing import Literal
 
 from temporalio.exceptions import ApplicationError
 
-from .._errors import MEMORY_CONFLICT
-from .._memory import ABSENT, MemoryStores, Provenance, _fs
-from .._memory._held import Viewed
 from .._sandbox import SandboxUser
 from .._scope import Scope
+from ..errors._kinds import MEMORY_CONFLICT
+from ..memory import _fs
+from ..memory._held import Viewed
+from ..memory._records import ABSENT, Provenance
+from ..memory._stores import MemoryStores
 from ._paths import Place, ToolError
 
 #: Bytes of a file a command reads or writes whole (memory files are bounded by their

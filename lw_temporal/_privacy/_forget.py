@@ -31,10 +31,10 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from .._dreaming._runfile import run_file_name
 from .._ids import AgentId, DataLayout, InvalidWorkflowId, parse_workflow_id
-from .._memory import MemoryStores
-from .._retention._gc import discard_folder, tree_size
+from ..dreaming._runfile import run_file_name
+from ..memory._retention._gc import discard_folder, tree_size
+from ..memory._stores import MemoryStores
 from . import _places
 from ._keys import KeyStore
 from ._records import FORGET_AUDIT, MAX_LISTED, ForgetReport, MemoryMode, Place

@@ -20,8 +20,9 @@ from __future__ import annotations
 from temporalio.exceptions import ApplicationError
 
 from .._ids import DREAMING_DEFINITION_ID
-from .._memory import AuditEntry, MemoryStores, Provenance
 from .._scope import StoreKind, StoreRef
+from ..memory._records import AuditEntry, Provenance
+from ..memory._stores import MemoryStores
 from ._forget import Erasure, in_tree
 from ._records import Place
 

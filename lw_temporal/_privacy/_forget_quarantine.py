@@ -8,8 +8,8 @@ records stay, like manifests: they are provenance (which runs read what, and whe
 
 from __future__ import annotations
 
-from .._memory._held import held_sets
-from .._memory._quarantine import record_decision
+from ..memory._held import held_sets
+from ..memory._quarantine import record_decision
 from ._forget import Erasure, add_eraser, in_tree
 from ._records import Place
 

@@ -25,8 +25,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .._ids import DataLayout, InvalidWorkflowId, parse_workflow_id
-from .._memory import MemoryStores, RedactResult, readers
 from .._scope import StoreRef
+from ..memory._manifest import readers
+from ..memory._records import RedactResult
+from ..memory._stores import MemoryStores
 from . import _places
 from ._forget_memory import all_stores
 from ._keys import tree_of

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .._memory._fs import write_atomic_at
+from ..memory._fs import write_atomic_at
 from ._keys import FileKeyStore, KeyShredded, KeyStore
 
 SYSTEM_FOLDER = Path("/run/lw-temporal/key-stores")

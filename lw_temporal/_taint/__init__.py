@@ -4,7 +4,7 @@
 through the run tree); ``_sources`` says where untrusted input lies in an agent's view
 (untrusted attaches and paths, files tainted runs wrote). What a tainted run's writes
 do (held in quarantine, or marked) is the memory stores' business
-(``lw_temporal._memory._gate``).
+(``lw_temporal.memory._gate``).
 """
 
 from ._book import MAX_EVENTS, Source, TaintBook, TaintEvent, TaintRecord

@@ -19,8 +19,8 @@ from temporalio import activity
 from temporalio.common import MetricMeter
 from temporalio.exceptions import ApplicationError
 
-from .._errors import QUOTA_EXCEEDED, SCAN_BLOCKED
 from .._ids import InvalidWorkflowId, parse_workflow_id
+from ..errors._kinds import QUOTA_EXCEEDED, SCAN_BLOCKED
 from ._summary import secret_start
 
 AttributeValue = str | bool | int | float | Sequence[str]

@@ -39,7 +39,7 @@ def plugin_options(args: argparse.Namespace) -> dict[str, Any]:
     """The ``LittleWorkflowPlugin`` keywords the options ask for."""
     options: dict[str, Any] = {}
     if args.tracing:
-        from .._options import BashOptions
+        from ..options._groups import BashOptions
 
         options["tracing"] = True
         options["bash"] = BashOptions(trace_commands=args.trace_commands)

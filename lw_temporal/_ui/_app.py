@@ -27,12 +27,13 @@ from temporalio.client import Client
 
 from .._approvals._audit import recorded
 from .._approvals._client import ApprovalRefused, decide, list_approvals
-from .._dreaming import DreamState, approve_dream, list_dreams, reject_dream, show_dream
-from .._dreaming._records import QUERY_STATE
 from .._live import fetch_tree
-from .._memory import MemoryStores, StoreNotFound
-from .._memory._manifest import read_manifest
 from .._taint import TaintBook
+from ..dreaming._client import approve_dream, list_dreams, reject_dream, show_dream
+from ..dreaming._records import QUERY_STATE, DreamState
+from ..memory._manifest import read_manifest
+from ..memory._names import StoreNotFound
+from ..memory._stores import MemoryStores
 from ._guard import SECURITY_HEADERS, Guard, Refused, Viewer
 from ._views import (
     AUDIT_SHOWN,

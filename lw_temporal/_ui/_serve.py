@@ -10,7 +10,7 @@ import uvicorn
 from temporalio.client import Client
 
 from .._listen import is_loopback, split_listen
-from .._memory import MemoryStores
+from ..memory._stores import MemoryStores
 from ._app import Review, build_app
 from ._guard import Guard
 

@@ -12,14 +12,14 @@ from typing import Any
 from .._agent._conversation import ConversationStore
 from .._approvals import ApprovalRequest
 from .._approvals._records import shown_arguments
-from .._dreaming import DreamState
 from .._ids import InvalidWorkflowId, parse_workflow_id
-from .._memory import MemoryStores
-from .._memory._held import held_sets
-from .._memory._manifest import manifests
-from .._memory._quarantine import HeldRun, render, summary
-from .._memory._records import RunManifest
 from .._scope import StoreRef
+from ..dreaming._records import DreamState
+from ..memory._held import held_sets
+from ..memory._manifest import manifests
+from ..memory._quarantine import HeldRun, render, summary
+from ..memory._records import RunManifest
+from ..memory._stores import MemoryStores
 
 #: Bytes of one file or diff a page shows; entries of one listing.
 SHOWN_BYTES = 256 * 1024

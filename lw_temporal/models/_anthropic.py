@@ -37,7 +37,7 @@ from temporalio.exceptions import ApplicationError
 from .._agent import ModelRequest, ModelResponse, StopReason, ToolCall, ToolSpec, Usage
 from .._agent._compaction import COMPACT_NOTE
 from .._edit import VIEW_CHARS
-from .._errors import MODEL_CONTEXT_OVERFLOW
+from ..errors._kinds import MODEL_CONTEXT_OVERFLOW
 from ._errors import refused, sdk_error
 
 KEY_VARIABLE = "ANTHROPIC_API_KEY"

@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from temporalio.exceptions import ApplicationError
 
-from .._errors import (
+from ..errors._kinds import (
     MODEL_AUTH,
     MODEL_CONTEXT_OVERFLOW,
     MODEL_INVALID_REQUEST,

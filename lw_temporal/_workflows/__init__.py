@@ -1,0 +1,1 @@
+"""The agent hierarchy's workflows: the agent loop and one module per role."""

@@ -1,0 +1,194 @@
+"""Group commit: concurrent mutations of one store share one lock and one flush.
+
+Each mutation joins its store's queue in this process; one of the waiting threads
+leads. When the store's lock (``_locks``, held across worker processes and hosts) is
+free, the leader takes it and commits every queued mutation, and every request other
+processes left in the store's spool (:mod:`._spool`), in one batch: planned in order
+against each other's changes, one journal flush, applied, each handed its result. When
+another process holds the lock, the leader moves what can be spooled into the spool
+(that process, or the next holder, commits it with its batch) and collects the
+outcomes that arrive, until its own mutation is done or the lock is free. A mutation
+that conflicts with an earlier one in the batch (it needs a file's whole content that
+the batch already changed) waits for the next batch.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors._kinds import MEMORY_BUSY, lw_error
+from ._journal import Cancelled
+from ._spool import Spool, error_of
+
+_POLL = 0.02
+
+
+@dataclass(eq=False)
+class Pending:
+    """One mutation waiting for its batch. ``request`` is its data form when another
+    process may commit it (a :class:`._fileops.FileOp`), ``quota`` the rules it
+    passes wherever it is committed."""
+
+    run: Callable[[Any], Any]
+    cancel: threading.Event | None
+    op: str
+    attachment: Any
+    provenance: Any
+    result_type: Any
+    quota: Any = None
+    request: Any = None
+    deadline: float = float("inf")
+    taken: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
+    result: Any = None
+    error: BaseException | None = None
+
+    def succeed(self, result: Any) -> None:
+        self.result = result
+        self.done.set()
+
+    def fail(self, error: BaseException) -> None:
+        self.error = error
+        self.done.set()
+
+    def settle(self, outcome: dict[str, Any]) -> None:
+        """Take up the outcome another process wrote for this mutation."""
+        if "ok" in outcome:
+            self.succeed(self.result_type.model_validate(outcome["ok"]))
+        else:
+            self.fail(error_of(outcome.get("error") or {}))
+
+
+class GroupCommitter:
+    """The queue of one store in one process, and what it has spooled."""
+
+    def __init__(self, spool: Spool | None, store: str) -> None:
+        self.spool = spool
+        self.store = store
+        self._queue: deque[Pending] = deque()
+        #: Mutations in the spool, by request id, until their outcome arrives.
+        self._spooled: dict[str, Pending] = {}
+        self._mutex = threading.Lock()
+        self._leader = threading.Lock()
+        self._delay = 0.00005
+        #: Other processes whose requests the last batch this process led held.
+        self.peers = 0
+
+    def submit(self, pending: Pending, lead: Callable[[GroupCommitter], None]) -> Any:
+        """Queue ``pending`` and wait for its result, leading while it waits: ``lead``
+        is one step (commit what is queued if the store's lock is free, else spool and
+        collect outcomes)."""
+        with self._mutex:
+            self._queue.append(pending)
+        while not pending.done.is_set():
+            if pending.cancel is not None and pending.cancel.is_set() and self.withdraw(pending):
+                raise Cancelled()
+            if not self._leader.acquire(timeout=_POLL):
+                continue
+            try:
+                if pending.done.is_set():
+                    break
+                try:
+                    lead(self)
+                except BaseException:
+                    if self.withdraw(pending):
+                        raise
+                    if not pending.done.is_set():
+                        raise
+            finally:
+                self._leader.release()
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    # -- the leader's side ------------------------------------------------------------
+    def take(self) -> list[Pending]:
+        """Every queued mutation, for a batch under the store's lock."""
+        with self._mutex:
+            items = list(self._queue)
+            self._queue.clear()
+            for item in items:
+                item.taken = True
+        self._delay = 0.00005
+        return items
+
+    def claimed(self, rid: str) -> Pending | None:
+        """This process's own spooled mutation, claimed from the spool by its leader."""
+        with self._mutex:
+            item = self._spooled.pop(rid, None)
+            if item is not None:
+                item.taken = True
+            return item
+
+    def requeue(self, items: list[Pending]) -> None:
+        """Put mutations a batch could not take back at the head of the queue."""
+        with self._mutex:
+            for item in reversed(items):
+                item.taken = False
+                self._queue.appendleft(item)
+
+    def wait_step(self) -> None:
+        """While another process holds the lock: spool what may be, take up outcomes,
+        give up on what waited too long, then wait a little."""
+        spool = self.spool
+        now = time.monotonic()
+        with self._mutex:
+            queued = list(self._queue)
+            spooled = list(self._spooled.items())
+        for item in queued:
+            if spool is not None and item.request is not None:
+                rid = spool.submit(item.request, item.provenance, item.quota)
+                with self._mutex:
+                    if item in self._queue:
+                        self._queue.remove(item)
+                        self._spooled[rid] = item
+                        continue
+                spool.withdraw(rid)  # withdrawn meanwhile (cancelled)
+            elif now > item.deadline and self.withdraw(item):
+                item.fail(self.busy())
+        self.collect(spooled, now)
+        time.sleep(self._delay)
+        self._delay = min(self._delay * 2, 0.0005)
+
+    def collect(self, spooled: list[tuple[str, Pending]] | None = None, now: float = 0.0) -> None:
+        """Take up the outcomes other processes wrote for this one's spooled mutations
+        (and give up on those that waited too long, unless already claimed)."""
+        if self.spool is None:
+            return
+        if spooled is None:
+            with self._mutex:
+                spooled = list(self._spooled.items())
+        for rid, item in spooled:
+            outcome = self.spool.outcome(rid)
+            if outcome is not None:
+                with self._mutex:
+                    self._spooled.pop(rid, None)
+                item.settle(outcome)
+            elif now > item.deadline and self.withdraw(item):
+                item.fail(self.busy())
+
+    def busy(self) -> Exception:
+        return lw_error(
+            MEMORY_BUSY,
+            f"store {self.store} stayed locked past the wait limit; another writer "
+            "holds it (this is retried)",
+        )
+
+    def withdraw(self, pending: Pending) -> bool:
+        """Take back a mutation no batch has taken (queued, or spooled and unclaimed)."""
+        with self._mutex:
+            if pending.taken or pending.done.is_set():
+                return False
+            if pending in self._queue:
+                self._queue.remove(pending)
+                return True
+            rid = next((r for r, p in self._spooled.items() if p is pending), None)
+            if rid is None or self.spool is None or not self.spool.withdraw(rid):
+                return False
+            del self._spooled[rid]
+            return True
