@@ -7,7 +7,7 @@ commits, restores, promotions), so a rule cannot differ between the ways in.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .._definitions import MemoryQuota
 from .._scan import Finding
@@ -16,8 +16,17 @@ from . import _fs
 from ._index import Usage
 from ._records import ABSENT, Provenance
 
-if TYPE_CHECKING:
-    from ._txn import Txn
+
+class PlannedChange(Protocol):
+    """What a rule reads of the change being planned (``_txn.Txn`` is one): the rules
+    sit below the transaction, which calls them."""
+
+    quota: MemoryQuota
+
+    def kind(self, parts: tuple[str, ...], shown: str) -> str | None: ...
+
+    def quota_problem(self) -> str | None: ...
+
 
 SHA = re.compile(r"[0-9a-f]{64}")
 
@@ -120,7 +129,7 @@ def file_parts(path: str, shown: str, provenance: Provenance) -> tuple[str, ...]
     return parts
 
 
-def check_file_kind(txn: Txn, parts: tuple[str, ...], shown: str, who: str) -> None:
+def check_file_kind(txn: PlannedChange, parts: tuple[str, ...], shown: str, who: str) -> None:
     kind = txn.kind(parts, shown)
     if kind == "link":
         raise _fs._link_error(shown, parts[-1])
@@ -129,7 +138,7 @@ def check_file_kind(txn: Txn, parts: tuple[str, ...], shown: str, who: str) -> N
 
 
 def refuse(
-    txn: Txn,
+    txn: PlannedChange,
     op: str,
     shown: str,
     who: str,
