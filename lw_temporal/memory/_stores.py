@@ -28,49 +28,42 @@ fsync); async callers run them in a thread.
 
 from __future__ import annotations
 
-import os
 import threading
-from collections.abc import Callable, Sequence
-from datetime import timedelta
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from .._callers import CallerCheck
 from .._changes import StoreChange
-from .._config import LwConfig
-from .._definitions import MemoryQuota
+from .._definitions import MemoryQuota, WorkflowDefinition
 from .._ids import DataLayout
 from .._scan import DefaultScanner, Scanner
 from .._scope import StoreKind, StoreRef
 from ..errors._kinds import INVALID_REQUEST, MEMORY_NOT_FOUND, lw_error
 from . import _fs
-from ._apply import checkpoint, recover
+from ._apply import checkpoint
 from ._fileops import FileOp, file_body, replacer
-from ._index import Usage, tree_id
+from ._history import StoreHistory
 from ._journal import Cancelled, locked
+from ._keep import StoreRetention
 from ._names import STORE_FORMS, StoreNotFound, redaction_pattern
-from ._prune import StoreRetention
 from ._quarantine import StoreQuarantine
-from ._reads import list_files, read, read_bytes
+from ._reads import list_files, read
 from ._records import (
-    AuditEntry,
-    LedgerRecord,
     ListResult,
     MutationResult,
     Provenance,
     ReadResult,
     RedactResult,
     StagedCommitResult,
-    VersionInfo,
 )
 from ._redact import redact_body
 from ._rename import StoreMoves
-from ._rules import SHA
 from ._search import StoreSearch
 from ._staged import staged_body
 from ._txn import StoreFiles
-from ._versions import history, sha256
 from ._writer import StoreWriter
 
 if TYPE_CHECKING:
@@ -81,7 +74,21 @@ __all__ = ["STORE_FORMS", "Cancelled", "MemoryStores", "StoreNotFound"]
 _R = TypeVar("_R", bound=BaseModel)
 
 
-class MemoryStores(StoreSearch, StoreMoves, StoreRetention, StoreQuarantine):
+class WorkerConfig(Protocol):
+    """What the stores read of a worker's ``LwConfig`` (the config sits above the
+    stores: its activities call them)."""
+
+    @property
+    def layout(self) -> DataLayout: ...
+
+    @property
+    def definitions(self) -> Mapping[str, WorkflowDefinition]: ...
+
+    @property
+    def callers(self) -> CallerCheck: ...
+
+
+class MemoryStores(StoreHistory, StoreSearch, StoreMoves, StoreRetention, StoreQuarantine):
     """The memory stores of one data dir.
 
     Args:
@@ -112,7 +119,7 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention, StoreQuarantine):
     @classmethod
     def for_config(
         cls,
-        config: LwConfig,
+        config: WorkerConfig,
         *,
         scanner: Scanner | None = None,
         store_quota: MemoryQuota | None = None,
@@ -350,117 +357,3 @@ class MemoryStores(StoreSearch, StoreMoves, StoreRetention, StoreQuarantine):
             checkpoint(files)  # the journal held the old bytes until now
             self.purge_locked(files)  # and so did the search index
         return result
-
-    # -- versions, audit, ledger ------------------------------------------------------
-    def blob(self, store: StoreRef, sha256: str) -> bytes | None:
-        """A kept version's content by its sha256 (following redaction redirects)."""
-        if not SHA.fullmatch(sha256):
-            raise lw_error(INVALID_REQUEST, f"{sha256!r} is not a sha256 hex digest")
-        files = self.files(store)
-        return files.versions.get(sha256, self._live_reader(store))
-
-    def _live_reader(self, store: StoreRef) -> Callable[[str, str], bytes | None]:
-        def live(rel: str, sha: str) -> bytes | None:
-            try:
-                data = self.read_bytes(store, rel)
-            except Exception:
-                return None
-            return data if data is not None and sha256(data) == sha else None
-
-        return live
-
-    def read_bytes(self, store: StoreRef, rel: str) -> bytes | None:
-        """A file's whole current content (``None`` if absent); links refused."""
-        return read_bytes(self.root(store), rel, str(store))
-
-    def versions(self, store: StoreRef, path: str) -> list[VersionInfo]:
-        """The kept versions of one file, oldest first."""
-        rel = "/".join(_fs.clean_relative(path, f"{store}:{path}"))
-        return history(
-            self.files(store).versions, self.audit(store, path=rel), self._live_reader(store)
-        )
-
-    def _version_shas(self, store: StoreRef, rel: str) -> list[str]:
-        shas: list[str] = []
-        for entry in self.audit(store, path=rel):
-            shas += [s for s in (entry.sha256_before, entry.sha256_after) if s is not None]
-        return list(dict.fromkeys(shas))
-
-    def audit(self, store: StoreRef, *, path: str | None = None) -> list[AuditEntry]:
-        """The store's audit log, oldest first (optionally for one path)."""
-        return self.files(store).audit.read(path=path)
-
-    def audit_since(self, store: StoreRef, offset: int) -> tuple[list[tuple[int, AuditEntry]], int]:
-        """The audit entries after byte ``offset`` of the log, with their offsets, and
-        the offset to ask from next time: a reader that keeps it pays for new entries."""
-        return self.files(store).audit.read_since(offset)
-
-    def recorded(self, store: StoreRef, provenance: Provenance) -> LedgerRecord | None:
-        """What the activity of ``provenance`` already committed to ``store``, if any:
-        a retried activity returns this instead of acting again."""
-        key = provenance.idempotency_key
-        if key is None:
-            return None
-        if (held := self._held_record(store, provenance)) is not None:
-            return held
-        files = self.files(store)
-        if files.journal.pending() is not None:
-            # a crashed commit is rolled forward first: its ledger record may be in
-            # while its audit lines are not yet
-            with locked(files.state, str(store), None, self.lock_timeout):
-                recover(files)
-        return files.ledger.get(key)
-
-    def prune_ledger(self, store: StoreRef, older_than: timedelta) -> int:
-        """Forget exactly-once records older than ``older_than`` (longer than any
-        activity's retries can last); returns how many were removed."""
-        files = self.files(store)
-        with locked(files.state, str(store), None, self.lock_timeout):
-            recover(files)
-            return files.ledger.prune(older_than)
-
-    def usage(self, store: StoreRef) -> Usage:
-        """What the store holds on disk: current files, kept versions and its own
-        records (the bytes its quota counts), files and folders, and its tree id."""
-        files = self.files(store)
-        found = files.index.read_usage()
-        if found is None and not files.root.exists() and not files.state.exists():
-            return Usage()  # never written: empty, and nothing is created to say so
-        if found is None or files.journal.pending() is not None:
-            with locked(files.state, str(store), None, self.lock_timeout):
-                recover(files)
-                root_fd = _fs.open_root(files.root, create=False, shown=str(store))
-                try:
-                    found = self._writer.usage(files, root_fd)
-                finally:
-                    if root_fd is not None:
-                        os.close(root_fd)
-        return self._writer.with_bookkeeping(files, found)
-
-    def snapshot_id(self, store: StoreRef, *, wait: bool = True) -> str | None:
-        """A content hash of the store's tree (the set of its files' paths and
-        sha256s), read from the usage record, not computed from the files. Without
-        ``wait`` it never takes the lock: ``None`` if the store has files it has not
-        counted yet (made by hand, before any mutation through the store)."""
-        if wait:
-            return tree_id(self.usage(store).tree)
-        files = self.files(store)
-        found = files.index.read_usage()
-        if found is not None:
-            return tree_id(found.tree)
-        return None if files.root.exists() else tree_id(0)
-
-    def recount(self, store: StoreRef) -> dict[str, int]:
-        """Recompute the usage counters from the files (after edits made outside);
-        returns the current files' bytes and count."""
-        files = self.files(store)
-        with locked(files.state, str(store), None, self.lock_timeout):
-            recover(files)
-            root_fd = _fs.open_root(files.root, create=False, shown=str(store))
-            try:
-                usage = self._writer.count(files, root_fd)
-            finally:
-                if root_fd is not None:
-                    os.close(root_fd)
-            files.index.write_usage(usage, sync=True)
-        return {"bytes": usage.live, "files": usage.files}

@@ -7,9 +7,8 @@ from collections.abc import Callable
 
 from temporalio import activity
 
-from ..._config import LwConfig
 from .._records import Provenance
-from .._stores import MemoryStores
+from .._stores import MemoryStores, WorkerConfig
 from ._gc import collect_garbage
 from ._records import RETENTION_GC, RETENTION_WORKFLOW, GcReport, RetentionPolicy
 
@@ -17,7 +16,7 @@ from ._records import RETENTION_GC, RETENTION_WORKFLOW, GcReport, RetentionPolic
 class RetentionActivities:
     """The retention activity; the data dir it cleans is the worker's own."""
 
-    def __init__(self, config: LwConfig) -> None:
+    def __init__(self, config: WorkerConfig) -> None:
         self.config = config
 
     @property
