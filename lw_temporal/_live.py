@@ -25,7 +25,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType, TaskQueueType
-from temporalio.api.failure.v1 import Failure
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import (
@@ -34,11 +33,11 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
-    WorkflowHistoryEventFilterType,
     WorkflowQueryFailedError,
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from ._failures import failure_message
 from ._privacy._codec import PayloadSealed
 from ._terminal import terminal_safe
 from ._workflows._roles import PROGRESS_QUERY, AgentResult, Progress
@@ -278,23 +277,6 @@ async def fetch_tree(client: Client, root: str) -> list[Node] | None:
         nodes.append(node)
         pending += [(child, depth + 1) for child in reversed(node.children)]
     return nodes
-
-
-async def failure_message(client: Client, workflow_id: str) -> str:
-    """Why a closed workflow failed, from its close event (every cause, outermost first)."""
-    handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(workflow_id)
-    async for event in handle.fetch_history_events(
-        event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT
-    ):
-        if event.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
-            return EventType.Name(event.event_type).removeprefix("EVENT_TYPE_WORKFLOW_EXECUTION_")
-        failure: Failure | None = event.workflow_execution_failed_event_attributes.failure
-        messages = []
-        while failure is not None and failure.message:
-            messages.append(failure.message)
-            failure = failure.cause if failure.HasField("cause") else None
-        return " <- ".join(messages) or "failed"
-    return "failed"
 
 
 Printer = Callable[[str], None]

@@ -19,12 +19,12 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from .._failures import failure_message
 from .._ids import AgentId, InvalidWorkflowId, check_definition_id, parse_workflow_id
 from .._live import (
     Node,
     Screen,
     _polled,
-    failure_message,
     fetch_tree,
     follow,
     new_token,
@@ -39,11 +39,11 @@ from ._common import (
     CliError,
     Commands,
     add_connection,
-    connect,
     parse_duration,
     say,
     then_exit,
 )
+from ._connect import connect
 from ._keys import add_keys
 
 #: Exit status of a run whose workflows all finished but some tool calls failed (the

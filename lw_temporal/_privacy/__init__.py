@@ -19,7 +19,11 @@ import dataclasses
 from temporalio.converter import DataConverter, PayloadCodec
 
 from .._ids import DataLayout
-from . import _forget_quarantine, _forget_search  # noqa: F401  (register their erasers)
+from . import (  # noqa: F401  (register their erasers: memory's runs before the others)
+    _forget_memory,
+    _forget_quarantine,
+    _forget_search,
+)
 from ._codec import ENCODING, KEY_ID_FIELD, EncryptionCodec, KeyRing, PayloadSealed, sealed_by
 from ._keys import SHARED_KEY_ID, FileKeyStore, KeyShredded, KeyStore, tree_of
 

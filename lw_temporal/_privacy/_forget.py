@@ -386,11 +386,5 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _memory(erasure: Erasure) -> None:
-    """memory the tree's runs wrote"""
-    from ._forget_memory import memory_written
-
-    memory_written(erasure)
-
-
-_BUILT_IN: tuple[Eraser, ...] = (_scratch, _conversations, _markers, _dream_inputs, _memory)
+# memory the tree's runs wrote: ``_forget_memory`` adds itself first of the added steps
+_BUILT_IN: tuple[Eraser, ...] = (_scratch, _conversations, _markers, _dream_inputs)

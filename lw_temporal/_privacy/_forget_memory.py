@@ -23,7 +23,7 @@ from .._ids import DREAMING_DEFINITION_ID
 from .._scope import StoreKind, StoreRef
 from ..memory._records import AuditEntry, Provenance
 from ..memory._stores import MemoryStores
-from ._forget import Erasure, in_tree
+from ._forget import Erasure, add_eraser, in_tree
 from ._records import Place
 
 #: Audit operations that do not change what a file holds (a redaction rewrites text
@@ -107,3 +107,9 @@ def _revert(
     shown = "removed (the tree created it)" if before is None else f"restored to {before[:12]}"
     erasure.removed.append(Place(what="memory reverted", path=where, note=shown))
     erasure.remaining.append(Place(what="kept versions of the tree", path=where, note=kept))
+
+
+@add_eraser
+def _memory(erasure: Erasure) -> None:
+    """memory the tree's runs wrote"""
+    memory_written(erasure)

@@ -18,8 +18,8 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
+from .._failures import failure_message
 from .._ids import DREAMING_WORKFLOW, InvalidWorkflowId, check_definition_id, parse_workflow_id
-from .._live import failure_message
 from .._schedules import create_interval_schedule
 from .._scope import StoreKind, StoreRef
 from ..memory._stores import MemoryStores
