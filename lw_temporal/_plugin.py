@@ -31,7 +31,7 @@ from ._edit import EditActivities
 from ._placement import PlacementInterceptor
 from ._privacy import EncryptionCodec, FileKeyStore, KeyRing, default_key_store, with_codec
 from ._privacy._registry import register
-from ._telemetry._interceptor import telemetry_interceptors
+from ._telemetry._setup import telemetry_interceptors
 from ._topology import host_queue
 from ._workflows._roles import WORKFLOWS
 from .dreaming._activities import DreamingActivities

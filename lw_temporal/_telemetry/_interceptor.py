@@ -101,19 +101,3 @@ def _record(facts: Facts) -> None:
         return
     with contextlib.suppress(RuntimeError):
         record_metrics(activity.metric_meter(), facts)
-
-
-def telemetry_interceptors(
-    tracing: object, *, trace_commands: bool = False, model: object = None
-) -> list[Interceptor]:
-    """The interceptors a plugin adds: metrics always, spans when ``tracing`` is
-    ``True`` or a ``TracerProvider`` (OpenTelemetry is imported only then)."""
-    name = getattr(model, "model", None)
-    model_name = name if isinstance(name, str) and name else None
-    if model_name is None and model is not None:
-        model_name = type(model).__name__
-    if tracing is False or tracing is None:
-        return [TelemetryInterceptor(model_name=model_name)]
-    from ._tracing import tracing_interceptors
-
-    return tracing_interceptors(tracing, trace_commands=trace_commands, model_name=model_name)
