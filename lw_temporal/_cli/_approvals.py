@@ -14,7 +14,8 @@ from pathlib import Path
 
 from .._approvals import ApprovalRecord, ApprovalRequest
 from .._live import one_line
-from ._common import Commands, Handler, add_connection, connect, failed, say, then_exit
+from ._common import Commands, Handler, add_connection, failed, say, then_exit
+from ._connect import connect
 from ._keys import add_keys
 
 

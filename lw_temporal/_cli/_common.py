@@ -19,7 +19,7 @@ from datetime import timedelta
 from typing import Any, TypeAlias
 
 from pydantic import ValidationError
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -169,21 +169,6 @@ def unreachable(address: str, err: BaseException) -> str:
         f"cannot reach a Temporal server at {address} ({reason}); start one "
         "(temporal server start-dev) or pass --address HOST:PORT"
     )
-
-
-async def connect(args: argparse.Namespace, **options: Any) -> Client:
-    """A client of ``--address``/``--namespace`` with the pydantic converter, which
-    every lw workflow's inputs and results need, sealing and opening payloads with the
-    workers' keys (see :mod:`._keys`; ``options`` go to ``Client.connect``: plugins,
-    runtime); a server out of reach is a :class:`CliError`."""
-    if "plugins" not in options:
-        from ._keys import client_converter
-
-        options["data_converter"] = client_converter(args)
-    try:
-        return await Client.connect(args.address, namespace=args.namespace, **options)
-    except RuntimeError as err:
-        raise CliError(unreachable(args.address, err)) from None
 
 
 def explain(err: BaseException, args: argparse.Namespace | None = None) -> str:

@@ -212,7 +212,7 @@ async def run_demo(args: argparse.Namespace) -> int:
 
     spec = getattr(args, "model", None)
     if spec:
-        from . import build_model
+        from ._common import build_model
 
         # Before anything starts: a missing key stops the demo at once, saying which.
         model = build_model(spec, getattr(args, "model_base_url", None))

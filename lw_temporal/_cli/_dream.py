@@ -33,7 +33,6 @@ from ._common import (
     Commands,
     Handler,
     add_connection,
-    connect,
     failed,
     load_object,
     operator,
@@ -41,6 +40,7 @@ from ._common import (
     say,
     then_exit,
 )
+from ._connect import connect
 from ._keys import add_keys
 
 #: Seconds ``schedule --now`` and ``trigger`` wait for the Schedule to start the dream.

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ._common import Commands, add_connection, connect, failed, say, then_exit
+from ._common import Commands, add_connection, failed, say, then_exit
+from ._connect import connect
 from ._keys import add_key_store, key_store
 
 

@@ -11,7 +11,6 @@ from ._common import (
     CliError,
     Commands,
     add_connection,
-    connect,
     existing_dir,
     failed,
     operator,
@@ -19,6 +18,7 @@ from ._common import (
     say,
     then_exit,
 )
+from ._connect import connect
 
 
 def add_gc(sub: Commands) -> None:

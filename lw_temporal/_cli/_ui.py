@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._common import Commands, add_connection, connect, failed, then_exit
+from ._common import Commands, add_connection, failed, then_exit
+from ._connect import connect
 from ._keys import add_keys
 
 _HELP = """\

@@ -31,13 +31,13 @@ from ._common import (
     add_connection,
     add_model_options,
     build_model,
-    connect,
     exit_now,
     explain,
     load_object,
     parse_duration,
     say,
 )
+from ._connect import connect
 from ._keys import add_worker_privacy, worker_privacy
 
 #: How long a stopping worker may take (activities are cancelled at once) before the
