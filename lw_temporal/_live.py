@@ -37,10 +37,11 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from ._agent import AgentResult, Progress
 from ._failures import failure_message
 from ._privacy._codec import PayloadSealed
 from ._terminal import terminal_safe
-from ._workflows._roles import PROGRESS_QUERY, AgentResult, Progress
+from ._workflows._loop import PROGRESS_QUERY
 
 #: Seconds between two looks at a live tree.
 POLL_SECONDS = 0.5

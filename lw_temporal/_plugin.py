@@ -33,7 +33,7 @@ from ._privacy import EncryptionCodec, FileKeyStore, KeyRing, default_key_store,
 from ._privacy._registry import register
 from ._telemetry._setup import telemetry_interceptors
 from ._topology import host_queue
-from ._workflows._roles import WORKFLOWS
+from ._workflows import WORKFLOWS
 from .dreaming._activities import DreamingActivities
 from .dreaming._workflow import DreamingWorkflow
 from .memory._activities import MemoryActivities

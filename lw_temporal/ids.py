@@ -49,7 +49,7 @@ from ._ids import (
     parse_workflow_id,
     parse_workflow_id_for_type,
 )
-from ._workflows._roles import PROGRESS_QUERY
+from ._workflows._loop import PROGRESS_QUERY
 
 __all__ = [
     "BASH_ACTIVITY",

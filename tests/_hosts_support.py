@@ -22,7 +22,7 @@ from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin, Role
 from lw_temporal._agent._io import WorkerSettings
 from lw_temporal._plugin import _passthrough
 from lw_temporal._topology import HostPin, host_queue
-from lw_temporal._workflows._roles import Worker as StepWorkflow
+from lw_temporal._workflows import Worker as StepWorkflow
 from lw_temporal.ids import DataLayout, pipeline_key
 from lw_temporal.options import DeploymentOptions
 from lw_temporal.testing import ScriptedModel, tool

@@ -24,7 +24,7 @@ from temporalio.workflow import NondeterminismError
 
 from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin, ToolCall
 from lw_temporal._plugin import _passthrough
-from lw_temporal._workflows._roles import Planner
+from lw_temporal._workflows import Planner
 from lw_temporal.ids import AgentId
 from lw_temporal.options import PrivacyOptions
 from workflows.pipeline import DEFINITIONS, sample_model

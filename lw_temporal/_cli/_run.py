@@ -19,6 +19,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from .._agent import AgentInput, AgentResult
 from .._failures import failure_message
 from .._ids import AgentId, InvalidWorkflowId, check_definition_id, parse_workflow_id
 from .._live import (
@@ -33,7 +34,6 @@ from .._live import (
 )
 from .._privacy import KeyShredded, PayloadSealed
 from .._privacy._registry import AmbiguousKeyStore, lookup
-from .._workflows._roles import AgentInput, AgentResult
 from ._common import (
     USAGE,
     CliError,

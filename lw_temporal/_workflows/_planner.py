@@ -1,0 +1,20 @@
+"""``lw.Planner``: one run of a workflow definition (it starts worker steps)."""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+from .._agent import AgentInput, AgentResult
+from .._ids import PLANNER_WORKFLOW, Role
+from ._loop import _Agent
+
+
+@workflow.defn(name=PLANNER_WORKFLOW)
+class Planner(_Agent):
+    """One run of a workflow definition: plans, curates memory, starts worker steps."""
+
+    role = Role.PLANNER
+
+    @workflow.run
+    async def run(self, agent_input: AgentInput | str | None = None) -> AgentResult:
+        return await self._loop(agent_input)

@@ -1,0 +1,20 @@
+"""``lw.Worker``: one step of a planner's run (it only acts)."""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+from .._agent import AgentInput, AgentResult
+from .._ids import WORKER_WORKFLOW, Role
+from ._loop import _Agent
+
+
+@workflow.defn(name=WORKER_WORKFLOW)
+class Worker(_Agent):
+    """One step of a planner's run."""
+
+    role = Role.WORKER
+
+    @workflow.run
+    async def run(self, agent_input: AgentInput | str | None = None) -> AgentResult:
+        return await self._loop(agent_input)
