@@ -32,6 +32,7 @@ from ._protocol import (
     ToolSpec,
     Usage,
 )
+from ._registry import REGISTRY, TOOLS, tool_for, tools_for
 from ._scripted import (
     MissingModel,
     ScriptedModel,
@@ -40,7 +41,7 @@ from ._scripted import (
     prefers_local_activity,
     tool,
 )
-from ._tools import REGISTRY, TOOLS, Offer, Rendered, Tool, ToolKind, tool_for, tools_for
+from ._tools import Offer, Rendered, Tool, ToolKind
 
 __all__ = [
     "DEFAULT_CONTEXT_BUDGET",

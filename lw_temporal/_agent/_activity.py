@@ -58,8 +58,9 @@ from ._protocol import (
     Wire,
 )
 from ._recorder import recorded, tool_activity_id
+from ._registry import tools_for
 from ._replies import normalized
-from ._tools import clip, tools_for
+from ._tools import clip
 
 MODEL_ACTIVITY = "lw.model"
 SETTINGS_ACTIVITY = "lw.settings"

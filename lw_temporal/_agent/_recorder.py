@@ -24,7 +24,7 @@ from temporalio import activity
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
 from .._ids import InvalidWorkflowId, parse_workflow_id
-from ._tools import BY_ACTIVITY
+from ._registry import BY_ACTIVITY
 
 #: Activity ids the agent loop gives its tool calls (``tool-<turn>-<index>``).
 TOOL_ACTIVITY_PREFIX = "tool-"
