@@ -22,13 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
-import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path, PurePosixPath
-from typing import TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -40,28 +37,29 @@ from ._bash_identity import CommandIdentities, secure_layout
 from ._bash_models import BashRequest as BashRequest
 from ._bash_models import BashResult as BashResult
 from ._bash_models import MemoryChange as MemoryChange
+from ._bash_parts import (
+    _beating,
+    _heartbeat,
+    _hint,
+    _ref,
+    _with_tails,
+)
+from ._bash_staging import StagedMemory
 from ._changes import CommandTaint, CommitOutcome, Committer, StoreChange
 from ._config import LwConfig
 from ._egress import (
-    PROXY_HOST,
-    PROXY_PORT,
     EgressService,
     EgressSession,
     NetworkUse,
     ProxyLimits,
-    proxy_environment,
 )
 from ._locks import lock_exclusive
-from ._mode import Mode
-from ._pathcheck import CHECK_BUDGET_SECONDS, NO_STAGED_MEMORY, precheck, withhold_outside
+from ._pathcheck import CHECK_BUDGET_SECONDS, precheck, withhold_outside
 from ._sandbox import (
-    Account,
     Backend,
     CaptureLimits,
     Limits,
     OutputSink,
-    SandboxMount,
-    SandboxNetwork,
     SandboxSpec,
     SandboxUnavailable,
     SandboxUser,
@@ -69,24 +67,17 @@ from ._sandbox import (
     SweepReport,
     WorkerClaim,
     apply_changes,
-    collect_changes,
-    forget_staging,
-    make_staging,
-    release_staging,
-    remove_tree,
     run_sandboxed,
     select_backend,
     self_test,
-    shown_name,
     staging_changed,
-    staging_root,
     sweep,
 )
 from ._sandbox._leases import PoolExhausted
 from ._sandbox._netbroker import NO_BROKER
 from ._sandbox._oom import protect_worker
 from ._scope import Mount, Scope, StoreRef
-from .errors._kinds import MEMORY_COMMIT_FAILED, SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
+from .errors._kinds import SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
 
 BASH_ACTIVITY = "lw.bash"
 activity_logger = logging.getLogger(__name__)
@@ -96,8 +87,6 @@ REJECTED_EXIT_CODE = 126
 TIMEOUT_EXIT_CODE = 124
 #: Folder (inside the own scratch) holding full outputs that did not fit the result.
 OUTPUT_FOLDER = ".bash-output"
-
-_T = TypeVar("_T")
 
 
 def apply_staged(scope: Scope, store: StoreRef, changes: Sequence[StoreChange]) -> CommitOutcome:
@@ -118,7 +107,7 @@ def decode_output(data: bytes) -> str:
     return data.decode("utf-8", errors="backslashreplace")
 
 
-class BashActivities:
+class BashActivities(StagedMemory):
     """Holds the worker-side settings of ``lw.bash``.
 
     Args:
@@ -460,155 +449,9 @@ class BashActivities:
         table when the agent has none yet: call it in a thread."""
         return self.identities.user(scope, self.default_timeout)
 
-    def _spec(
-        self,
-        scope: Scope,
-        backend: Backend,
-        command: str,
-        timeout: float,
-        staged: list[tuple[Mount, Path]],
-        *,
-        user: SandboxUser | None = None,
-        network: EgressSession | None = None,
-    ) -> SandboxSpec:
-        """The neutral sandbox spec of one command in ``scope`` run as ``user`` (leased
-        here when not given): its mounts (staging an overlay for each writable memory
-        mount where the backend has a mount view)."""
-        own = scope.own_scratch
-        if not own.is_dir():
-            own.mkdir(parents=True, exist_ok=True)
-        if user is None:
-            user = self.identities.user(scope, timeout)
-        if user is not None:
-            user.own(own, 0o750)
-        overlay = backend.has_mount_view
-        empty = _empty_dir(scope)
-        mounts = tuple(self._mount(scope, m, staged, overlay, empty, user) for m in scope.mounts)
-        private: Path | None = None
-        if not backend.has_mount_view:
-            private = scope.layout.local_state / "sandbox" / f"run-{self.claim().name()}"
-            private.mkdir(parents=True)
-        return SandboxSpec(
-            argv=("/bin/bash", "-c", command),
-            cwd=scope.cwd,
-            mounts=mounts,
-            env=proxy_environment() if network is not None else {},
-            limits=self.limits,
-            timeout=timeout,
-            private_dir=private,
-            user=user,
-            account=_account(scope),
-            network=None
-            if network is None
-            else SandboxNetwork(network.sandbox.fileno(), (PROXY_HOST, PROXY_PORT)),
-        )
-
-    async def _release(
-        self,
-        staged: list[tuple[Mount, Path]],
-        private: Path | None,
-        heartbeat: Callable[[int, int], None] | None,
-    ) -> None:
-        """Return clean staging folders for reuse; remove used ones and the private dir
-        (heartbeating: removing what a command left, 50,000 folders, can take long)."""
-        keep_alive = None if heartbeat is None else lambda: heartbeat(0, 0)
-        for _, folder in staged:
-            for gone in self._staging_pool.keep(folder):
-                release_staging(gone)
-                await _beating(keep_alive, _discard, gone)
-        if private is not None:
-            await _beating(keep_alive, _discard, private)
-
-    def _mount(
-        self,
-        scope: Scope,
-        mount: Mount,
-        staged: list[tuple[Mount, Path]],
-        overlay: bool,
-        empty: Path,
-        user: SandboxUser | None,
-    ) -> SandboxMount:
-        """The sandbox mount of one scope mount (missing stores show as empty folders).
-
-        Without an overlay (a backend with no mount namespace) a writable memory
-        mount is shown read-only: bash writes to memory need the staged commit."""
-        source = mount.real
-        overlaid = mount.store is not None and mount.writable and overlay
-        if not source.is_dir():
-            if not overlaid:
-                return SandboxMount(empty, mount.virtual, Mode.RO, empty=True)
-            source = empty
-        if mount.store is not None and mount.writable and not overlay:
-            return SandboxMount(source, mount.virtual, Mode.RO)
-        if mount.store is not None and mount.writable:
-            # A tainted run's writes to this store are held: its overlay starts from
-            # them, in a staging folder of its own (a reused one may be mounted).
-            held = self.taint is not None and self.taint.holds(scope, mount)
-            folder = self._staging(scope, user, fresh=held)
-            if held and self.taint is not None:
-                self.taint.populate(scope, mount, folder / "upper", user)
-            staged.append((mount, folder))
-            return SandboxMount(source, mount.virtual, Mode.RW, folder)
-        return SandboxMount(source, mount.virtual, mount.mode)
-
-    def _staging(self, scope: Scope, user: SandboxUser | None, *, fresh: bool = False) -> Path:
-        """An empty staging folder set of ``user``: an idle one of this data dir left
-        pristine by its last command (see ``_sandbox._staging``; unless ``fresh``), or
-        a new one."""
-        root = staging_root(scope.layout.local_state / "staging", self.user, self.claim().owner)
-        if fresh:
-            return make_staging(root / self.claim().name(), user)
-        folder, stale = self._staging_pool.take(root, user)
-        for gone in stale:
-            release_staging(gone)
-            _discard(gone)
-        return folder or make_staging(root / self.claim().name(), user)
-
-    def _commit(
-        self, scope: Scope, staged: list[tuple[Mount, Path]], held: list[str]
-    ) -> tuple[list[MemoryChange], list[str]]:
-        """Capture every overlay, then commit each store's changes (``held`` gets the
-        mounts whose changes went to the run's quarantine); a capture that blocks (a
-        hostile name or shape) keeps nothing of the command."""
-        captured = [
-            (mount, *collect_changes(folder / "upper", mount.real, self.capture_limits))
-            for mount, folder in staged
-        ]
-        refused = [_refusal(mount, r.path, r.reason) for mount, _, kept in captured for r in kept]
-        if any(r.blocks for _, _, kept in captured for r in kept):
-            return [], [*refused, DISCARDED]
-        changes: list[MemoryChange] = []
-        for mount, found, _ in captured:
-            assert mount.store is not None
-            if not found:
-                continue
-            try:
-                outcome = self.commit_staged(scope, mount.store, found)
-            except OSError as err:
-                raise lw_error(
-                    MEMORY_COMMIT_FAILED,
-                    f"workflow {scope.workflow_id}: committing the "
-                    f"command's changes to {mount.store} ({mount.virtual}) failed: "
-                    f"{shown_name(str(err))}; nothing of it was kept",
-                ) from None
-            changes += [
-                MemoryChange(
-                    path=f"{mount.virtual}/{shown_name(c.path)}",
-                    kind=c.kind,
-                    store=str(mount.store),
-                )
-                for c in outcome.applied
-            ]
-            if outcome.held and outcome.applied:
-                held.append(str(mount.virtual))
-            refused += [_refusal(mount, path, reason) for path, reason in outcome.refused]
-        return changes, refused
-
 
 #: The most memory changes (and refusals) a result lists; ``*_count`` gives the total.
 MAX_LISTED_CHANGES = 100
-#: The last refusal of a command whose memory changes were all discarded at capture.
-DISCARDED = "memory changes discarded: nothing of this command's memory changes was kept"
 
 
 def _held_note(mounts: list[str]) -> str | None:
@@ -619,108 +462,3 @@ def _held_note(mounts: list[str]) -> str | None:
         "this run read untrusted input, so its changes to shared memory wait for a "
         "person's release (this run sees them, other runs do not yet)"
     )
-
-
-def _refusal(mount: Mount, path: str, reason: str) -> str:
-    where = str(mount.virtual) if path == "." else f"{mount.virtual}/{shown_name(path)}"
-    return f"{where}: {reason}"
-
-
-def _discard(folder: Path) -> None:
-    """Remove a used staging folder set, whatever depth or names a command left."""
-    forget_staging(folder)
-    try:
-        remove_tree(folder)
-    except OSError as err:
-        activity.logger.warning("lw.bash: staging folder %s not removed: %s", folder, err)
-
-
-async def _beating(
-    heartbeat: Callable[[], None] | None,
-    fn: Callable[..., _T],
-    *args: object,
-    every: float = 2.0,
-) -> _T:
-    """``fn(*args)`` in a thread, heartbeating meanwhile: a commit of many or large
-    files under the store lock can outlast the heartbeat timeout."""
-    task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
-    try:
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=every)
-            if done:
-                return task.result()
-            if heartbeat is not None:
-                heartbeat()
-    except asyncio.CancelledError:
-        # A thread cannot be stopped: let it finish before the caller removes the
-        # staging folder it reads (a commit is all or nothing either way).
-        while not task.done():
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait({task})
-        raise
-
-
-def _hint(scope: Scope, backend: Backend, spec: SandboxSpec, raw_err: str) -> str | None:
-    """Why a failed command may have worked elsewhere: a gap of the backend, or a write
-    to a memory mount that only an overlay (a mount view) can stage."""
-    hint = backend.explain(spec, raw_err)
-    memory = [str(m.real) for m in scope.mounts if m.store and m.writable]
-    if hint is None and not backend.has_mount_view and "denied" in raw_err:
-        return NO_STAGED_MEMORY if any(real in raw_err for real in memory) else None
-    return hint
-
-
-@functools.lru_cache(maxsize=256)
-def _account_of(definition_id: str, role: str, author: str | None) -> Account:
-    return Account(git_author=author or f"{definition_id} {role} <{role}@{definition_id}.invalid>")
-
-
-def _account(scope: Scope) -> Account:
-    """The command's account: its git author is the definition's, or one naming the
-    definition and role (``cr worker <worker@cr.invalid>``)."""
-    definition = scope.definition
-    name = definition.id if definition is not None else "pipeline"
-    author = definition.git_author if definition is not None else None
-    return _account_of(name, scope.role.value, author)
-
-
-def _ref(sink: OutputSink, scope: Scope, own_virtual: PurePosixPath) -> str | None:
-    if not sink.spilled:
-        return None
-    rel = sink.path.relative_to(scope.own_scratch)
-    return str(own_virtual.joinpath(*rel.parts))
-
-
-def _empty_dir(scope: Scope) -> Path:
-    path = _empty_path(scope.layout.local_state)
-    if not os.path.isdir(path):
-        path.mkdir(parents=True, exist_ok=True)
-        os.chmod(path, 0o555)
-    return path
-
-
-@functools.lru_cache(maxsize=64)
-def _empty_path(local_state: Path) -> Path:
-    return local_state / "sandbox" / "empty"
-
-
-def _heartbeat(
-    stdout_bytes: int, stderr_bytes: int, tails: tuple[bytes, bytes] = (b"", b"")
-) -> None:
-    details: dict[str, object] = {"stdout_bytes": stdout_bytes, "stderr_bytes": stderr_bytes}
-    # The newest output, for the live view (``lw-temporal run``/``status``): heartbeat
-    # details are shown by describe() and never enter the history.
-    for name, tail in zip(("stdout_tail", "stderr_tail"), tails, strict=True):
-        if tail:
-            details[name] = tail.decode("utf-8", "replace")
-    activity.heartbeat(details)
-
-
-def _with_tails(
-    heartbeat: Callable[..., None], stdout: OutputSink, stderr: OutputSink
-) -> Callable[[int, int], None]:
-    """The command's heartbeat, carrying the newest output of both streams when the
-    activity's own heartbeat takes it."""
-    if heartbeat is not _heartbeat:
-        return heartbeat
-    return lambda out, err: _heartbeat(out, err, (stdout.tail, stderr.tail))

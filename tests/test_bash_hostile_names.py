@@ -19,7 +19,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
-from lw_temporal._bash import DISCARDED
+from lw_temporal._bash_staging import DISCARDED
 from lw_temporal._cli import main
 from lw_temporal.dreaming import DreamResult, DreamStatus, approve_dream
 from lw_temporal.memory import Provenance, StoreKind, StoreRef

@@ -19,7 +19,8 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, MemoryQuota, WorkflowDefinition
-from lw_temporal._bash import DISCARDED, MAX_LISTED_CHANGES
+from lw_temporal._bash import MAX_LISTED_CHANGES
+from lw_temporal._bash_staging import DISCARDED
 from lw_temporal.memory import Provenance, StoreKind, StoreRef
 from tests._bash_support import SANDBOXES, bash_worker, data_snapshot
 from tests.test_bash_hostile_names import _staging_is_clean

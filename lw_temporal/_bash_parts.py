@@ -1,0 +1,138 @@
+"""The pieces of one ``lw.bash`` command that are not its order of steps: heartbeats
+while it waits, the account it runs as, the empty folders of its view, references to
+its spilled output, and the hint for a failure."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+from typing import TypeVar
+
+from temporalio import activity
+
+# The request and result models live beside this module; importers keep finding them here.
+from ._bash_models import BashRequest as BashRequest
+from ._bash_models import BashResult as BashResult
+from ._bash_models import MemoryChange as MemoryChange
+from ._pathcheck import NO_STAGED_MEMORY
+from ._sandbox import (
+    Account,
+    Backend,
+    OutputSink,
+    SandboxSpec,
+    forget_staging,
+    remove_tree,
+    shown_name,
+)
+from ._scope import Mount, Scope
+
+_T = TypeVar("_T")
+
+
+def _refusal(mount: Mount, path: str, reason: str) -> str:
+    where = str(mount.virtual) if path == "." else f"{mount.virtual}/{shown_name(path)}"
+    return f"{where}: {reason}"
+
+
+def _discard(folder: Path) -> None:
+    """Remove a used staging folder set, whatever depth or names a command left."""
+    forget_staging(folder)
+    try:
+        remove_tree(folder)
+    except OSError as err:
+        activity.logger.warning("lw.bash: staging folder %s not removed: %s", folder, err)
+
+
+async def _beating(
+    heartbeat: Callable[[], None] | None,
+    fn: Callable[..., _T],
+    *args: object,
+    every: float = 2.0,
+) -> _T:
+    """``fn(*args)`` in a thread, heartbeating meanwhile: a commit of many or large
+    files under the store lock can outlast the heartbeat timeout."""
+    task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=every)
+            if done:
+                return task.result()
+            if heartbeat is not None:
+                heartbeat()
+    except asyncio.CancelledError:
+        # A thread cannot be stopped: let it finish before the caller removes the
+        # staging folder it reads (a commit is all or nothing either way).
+        while not task.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({task})
+        raise
+
+
+def _hint(scope: Scope, backend: Backend, spec: SandboxSpec, raw_err: str) -> str | None:
+    """Why a failed command may have worked elsewhere: a gap of the backend, or a write
+    to a memory mount that only an overlay (a mount view) can stage."""
+    hint = backend.explain(spec, raw_err)
+    memory = [str(m.real) for m in scope.mounts if m.store and m.writable]
+    if hint is None and not backend.has_mount_view and "denied" in raw_err:
+        return NO_STAGED_MEMORY if any(real in raw_err for real in memory) else None
+    return hint
+
+
+@functools.lru_cache(maxsize=256)
+def _account_of(definition_id: str, role: str, author: str | None) -> Account:
+    return Account(git_author=author or f"{definition_id} {role} <{role}@{definition_id}.invalid>")
+
+
+def _account(scope: Scope) -> Account:
+    """The command's account: its git author is the definition's, or one naming the
+    definition and role (``cr worker <worker@cr.invalid>``)."""
+    definition = scope.definition
+    name = definition.id if definition is not None else "pipeline"
+    author = definition.git_author if definition is not None else None
+    return _account_of(name, scope.role.value, author)
+
+
+def _ref(sink: OutputSink, scope: Scope, own_virtual: PurePosixPath) -> str | None:
+    if not sink.spilled:
+        return None
+    rel = sink.path.relative_to(scope.own_scratch)
+    return str(own_virtual.joinpath(*rel.parts))
+
+
+def _empty_dir(scope: Scope) -> Path:
+    path = _empty_path(scope.layout.local_state)
+    if not os.path.isdir(path):
+        path.mkdir(parents=True, exist_ok=True)
+        os.chmod(path, 0o555)
+    return path
+
+
+@functools.lru_cache(maxsize=64)
+def _empty_path(local_state: Path) -> Path:
+    return local_state / "sandbox" / "empty"
+
+
+def _heartbeat(
+    stdout_bytes: int, stderr_bytes: int, tails: tuple[bytes, bytes] = (b"", b"")
+) -> None:
+    details: dict[str, object] = {"stdout_bytes": stdout_bytes, "stderr_bytes": stderr_bytes}
+    # The newest output, for the live view (``lw-temporal run``/``status``): heartbeat
+    # details are shown by describe() and never enter the history.
+    for name, tail in zip(("stdout_tail", "stderr_tail"), tails, strict=True):
+        if tail:
+            details[name] = tail.decode("utf-8", "replace")
+    activity.heartbeat(details)
+
+
+def _with_tails(
+    heartbeat: Callable[..., None], stdout: OutputSink, stderr: OutputSink
+) -> Callable[[int, int], None]:
+    """The command's heartbeat, carrying the newest output of both streams when the
+    activity's own heartbeat takes it."""
+    if heartbeat is not _heartbeat:
+        return heartbeat
+    return lambda out, err: _heartbeat(out, err, (stdout.tail, stderr.tail))
