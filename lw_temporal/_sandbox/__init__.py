@@ -14,6 +14,7 @@ from ._bwrap import BwrapBackend
 from ._identity import SandboxUser, secure_data_dir
 from ._landlock import LandlockBackend, landlock_abi
 from ._leftovers import SweepReport, WorkerClaim, sweep
+from ._outcome import RunOutcome
 from ._output import OutputSink
 from ._overlay import (
     CaptureLimits,
@@ -23,7 +24,7 @@ from ._overlay import (
     shown_name,
     staging_root,
 )
-from ._run import RunOutcome, run_sandboxed
+from ._run import run_sandboxed
 from ._selftest import self_test
 from ._spec import (
     DEFAULT_PATH,

@@ -32,6 +32,7 @@ from ._backends import Backend, Launch
 from ._cgroups import CommandCgroup, command_cgroups, namespace_tag
 from ._identity import SandboxUser, thread_as
 from ._oom import first_to_go, protect_worker
+from ._outcome import RunOutcome, _launch_failed
 from ._output import OutputSink
 from ._quota import QuotaWatch, quotas_of
 from ._reaper import reaper
@@ -41,28 +42,11 @@ from ._threadmounts import ThreadMounts
 from ._tree import remove_tree
 from ._userns import (
     LAUNCH_FAILED_MARKER,
-    LAUNCH_FAILED_STATUS,
     LaunchFailed,
     Overlay,
     overlay_launcher,
 )
-
-_CHUNK = 1 << 16
-
-
-@dataclass(frozen=True, slots=True)
-class RunOutcome:
-    exit_code: int
-    timed_out: bool
-    duration: float
-    #: Why the sandbox could not be set up (the command never ran), else None.
-    launch_failed: str | None = None
-    #: What the sandbox did about a limit the command reached (stopped it at its
-    #: memory or folder quota, removed what it wrote past a quota), else None.
-    stopped: str | None = None
-    #: The command was killed at a folder quota before it ended (as at a timeout, its
-    #: memory changes are not kept).
-    quota_stopped: bool = False
+from ._watch import _DRAIN_GRACE, _Watch
 
 
 @functools.cache
@@ -284,112 +268,9 @@ class _Start:
     cgroup: CommandCgroup | None = None
 
 
-class _Reader:
-    """Drains one pipe into a sink from the event loop (no thread per stream)."""
-
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        fd: int,
-        sink: OutputSink,
-        on_end: Callable[[], None],
-    ) -> None:
-        self.loop = loop
-        self.fd = fd
-        self.sink = sink
-        self.on_end = on_end
-        os.set_blocking(fd, False)
-        loop.add_reader(fd, self._ready)
-
-    def _ready(self) -> None:
-        try:
-            data = os.read(self.fd, _CHUNK)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if data:
-            self.sink.write(data)
-            return
-        self.close()
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            self.loop.remove_reader(self.fd)
-            os.close(self.fd)
-            self.fd = -1
-            self.on_end()
-
-
-class _Watch:
-    """The end of one launch, seen from the event loop by callbacks alone (no task,
-    no thread): ``exited`` once the launcher has exited (its pidfd), ``drained`` once
-    both its pipes are at EOF, ``ended`` once both, or 5 s after the exit when a
-    descendant keeps a pipe open. The waiting task wakes once, not once per step."""
-
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        proc: subprocess.Popen[bytes],
-        stdout: OutputSink,
-        stderr: OutputSink,
-    ) -> None:
-        assert proc.stdout is not None and proc.stderr is not None
-        self.loop = loop
-        self.exited: asyncio.Future[None] = loop.create_future()
-        self.drained: asyncio.Future[None] = loop.create_future()
-        self.ended: asyncio.Future[None] = loop.create_future()
-        self._open = 2
-        self._grace: asyncio.TimerHandle | None = None
-        self.readers = [
-            _Reader(loop, os.dup(proc.stdout.fileno()), stdout, self._pipe_ended),
-            _Reader(loop, os.dup(proc.stderr.fileno()), stderr, self._pipe_ended),
-        ]
-        proc.stdout.close()
-        proc.stderr.close()
-        self._pidfd = os.pidfd_open(proc.pid)
-        loop.add_reader(self._pidfd, self._launcher_exited)
-
-    def _pipe_ended(self) -> None:
-        self._open -= 1
-        if self._open == 0:
-            _resolve(self.drained)
-            if self.exited.done():
-                _resolve(self.ended)
-
-    def _launcher_exited(self) -> None:
-        self._unwatch()
-        _resolve(self.exited)
-        if self.drained.done():
-            _resolve(self.ended)
-        else:
-            self._grace = self.loop.call_later(_DRAIN_GRACE, _resolve, self.ended)
-
-    def _unwatch(self) -> None:
-        if self._pidfd >= 0:
-            self.loop.remove_reader(self._pidfd)
-            os.close(self._pidfd)
-            self._pidfd = -1
-
-    def close(self) -> None:
-        self._unwatch()
-        if self._grace is not None:
-            self._grace.cancel()
-        for reader in self.readers:
-            reader.close()
-
-
-#: How long a launcher's pipes may stay open after it exited (a descendant holding
-#: them) before whatever holds them is killed.
-_DRAIN_GRACE = 5.0
 #: How often (10 ms apart) a command killed at a memory limit looks whether its tmpfs
 #: has been freed before it returns.
 _DRAIN_MEMORY = 200
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 def _kill_group(pid: int) -> None:
@@ -613,12 +494,3 @@ def _drain(fd: int) -> bytes:
     finally:
         os.close(fd)
     return b"".join(chunks)
-
-
-def _launch_failed(text: str, stdout: OutputSink, stderr: OutputSink, started: float) -> RunOutcome:
-    if not text.startswith(LAUNCH_FAILED_MARKER):
-        text = f"{LAUNCH_FAILED_MARKER}: {text}"
-    stdout.close()
-    stderr.write(f"{text}\n".encode())
-    stderr.close()
-    return RunOutcome(LAUNCH_FAILED_STATUS, False, time.monotonic() - started, launch_failed=text)
