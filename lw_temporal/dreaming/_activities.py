@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
-from typing import Any, TypeVar
+from pathlib import PurePosixPath
+from typing import Any
 
 from temporalio import activity
 
@@ -16,9 +16,7 @@ from .._config import LwConfig
 from .._ids import (
     PLANNER_WORKFLOW,
     SEARCH_ATTRIBUTE_DEFINITION,
-    InvalidWorkflowId,
     Role,
-    parse_workflow_id,
 )
 from .._scope import StoreRef
 from ..errors._kinds import INVALID_REQUEST, INVALID_WORKFLOW_ID, lw_error
@@ -28,6 +26,14 @@ from ..memory._stores import MemoryStores
 from ._consolidator import Consolidation, Consolidator, DefaultConsolidator, DreamContext
 from ._history import extract_run, text_of
 from ._promotion import Dream, promote, recorded_decision
+from ._reading import (
+    _advance,
+    _bash_changes,
+    _Counter,
+    _is_run_of,
+    _stream_records,
+    _with_heartbeats,
+)
 from ._records import (
     DREAM_CONSOLIDATE,
     DREAM_EXTRACT,
@@ -37,7 +43,6 @@ from ._records import (
     DREAM_RELEASE,
     DREAM_SHOW,
     MAX_CHANGES,
-    MAX_ITEMS_PER_RUN,
     MAX_TEXT,
     ConsolidateRequest,
     ConsolidateResult,
@@ -59,8 +64,6 @@ from ._records import (
 )
 from ._review import read_memory, render_diff, sources_of
 from ._runfile import render_run, run_file_name
-
-T = TypeVar("T")
 
 
 def _visibility_time(moment: datetime) -> str:
@@ -423,82 +426,3 @@ class DreamingActivities:
                 continue
         with dream.books.locked():
             dream.books.release(dream.workflow_id, items)
-
-
-def _is_run_of(workflow_id: str, target: str) -> bool:
-    try:
-        run = parse_workflow_id(workflow_id)
-    except InvalidWorkflowId:
-        return False
-    return run.role is Role.PLANNER and run.definition_id == target
-
-
-def _advance(cursor: Cursor, taken: list[dict[str, Any]], audit_offset: int) -> Cursor:
-    if not taken:
-        return cursor.model_copy(update={"audit_offset": audit_offset})
-    newest = datetime.fromisoformat(taken[-1]["close_time"])
-    at_newest = {
-        i["workflow_id"] for i in taken if datetime.fromisoformat(i["close_time"]) == newest
-    }
-    if cursor.close_time == newest:
-        at_newest |= set(cursor.workflow_ids)
-    return Cursor(
-        close_time=newest, workflow_ids=tuple(sorted(at_newest)), audit_offset=audit_offset
-    )
-
-
-def _bash_changes(
-    entries: list[tuple[int, AuditEntry]], end: int, claimed: set[str], hold: set[str]
-) -> tuple[dict[str, list[AuditEntry]], int]:
-    """The claimed runs' bash-made changes (their ``lw.memory.*`` calls are already in
-    their histories), by planner ID, and the audit offset the next dream reads from: the
-    first entry of a run not yet claimed but still to come, else the end of the log."""
-    by_planner: dict[str, list[AuditEntry]] = {}
-    next_offset = end
-    for offset, entry in entries:
-        if entry.workflow_id is None:
-            continue
-        try:
-            planner = parse_workflow_id(entry.workflow_id).planner_id
-        except InvalidWorkflowId:
-            continue
-        if planner is None:
-            continue
-        key = str(planner)
-        if key in hold:
-            next_offset = min(next_offset, offset)
-        if entry.activity_type != "lw.bash" or key not in claimed:
-            continue
-        found = by_planner.setdefault(key, [])
-        if len(found) < MAX_ITEMS_PER_RUN:
-            found.append(entry)
-    return by_planner, next_offset
-
-
-class _Counter:
-    def __init__(self) -> None:
-        self.count = 0
-
-    def wrap(self, records: Iterator[RunRecord]) -> Iterator[RunRecord]:
-        for record in records:
-            self.count += 1
-            yield record
-
-
-def _stream_records(files: Iterable[Path]) -> Iterator[RunRecord]:
-    for path in files:
-        with path.open(encoding="utf-8") as handle:
-            for line in handle:
-                if line.strip():
-                    yield RunRecord.model_validate_json(line)
-
-
-async def _with_heartbeats(
-    work: Awaitable[T], details: Callable[[], object], every: float = 5.0
-) -> T:
-    task = asyncio.ensure_future(work)
-    while True:
-        done, _ = await asyncio.wait({task}, timeout=every)
-        if done:
-            return task.result()
-        activity.heartbeat(details())
