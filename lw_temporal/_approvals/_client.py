@@ -29,7 +29,7 @@ from .._ids import (
     InvalidWorkflowId,
     parse_workflow_id,
 )
-from .._privacy import PayloadSealed
+from .._privacy._codec import PayloadSealed
 from ._records import DECIDE_UPDATE, ApprovalDecision, ApprovalRecord, ApprovalRequest
 
 #: Running workflows one listing asks at most, and how many at once.

@@ -182,7 +182,7 @@ async def extract_run(
     """The record of one run: its own history plus its steps' (its child workflows').
     A run whose tree was forgotten (its payload key shredded) is recorded as such, with
     nothing of what it did."""
-    from .._privacy import PayloadSealed
+    from .._privacy._codec import PayloadSealed
 
     out = _RunExtract()
     forgotten = False
