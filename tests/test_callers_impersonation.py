@@ -26,9 +26,10 @@ from lw_temporal import (
     ModelRequest,
     ModelResponse,
     Role,
+    ToolCall,
     WorkflowDefinition,
 )
-from lw_temporal._agent import AgentState, Exchange, ToolCall, ToolResult, WorkerSettings
+from lw_temporal._agent import AgentState, Exchange, WorkerSettings
 from lw_temporal._approvals._records import (
     ApprovalRecord,
     ApprovalRequest,
@@ -37,6 +38,7 @@ from lw_temporal._approvals._records import (
 )
 from lw_temporal._topology import HostPin
 from lw_temporal.errors import INVALID_WORKFLOW_ID, UNVERIFIED_CALLER
+from lw_temporal.models import ToolResult
 from lw_temporal.testing import ScriptedModel, tool
 
 from ._attack_support import Child, Handover, Strike, attacker, start_rogue, strike

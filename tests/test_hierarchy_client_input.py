@@ -16,15 +16,16 @@ from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from lw_temporal import AgentInput, ApprovalRule, ModelRequest, Role, WorkflowDefinition
-from lw_temporal._agent import (
-    AgentState,
-    Exchange,
+from lw_temporal import (
+    AgentInput,
+    ApprovalRule,
+    ModelRequest,
     ModelResponse,
+    Role,
     ToolCall,
-    ToolResult,
-    WorkerSettings,
+    WorkflowDefinition,
 )
+from lw_temporal._agent import AgentState, Exchange, WorkerSettings
 from lw_temporal._approvals._records import (
     ApprovalBook,
     ApprovalRecord,
@@ -34,6 +35,7 @@ from lw_temporal._approvals._records import (
 from lw_temporal._topology import HostPin
 from lw_temporal.errors import TURN_LIMIT
 from lw_temporal.ids import PROGRESS_QUERY, Progress
+from lw_temporal.models import ToolResult
 from lw_temporal.testing import ScriptedModel, tool
 
 from ._hierarchy_support import failure_type, lw_worker

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import AgentResult, ModelRequest, Role, WorkflowDefinition
-from lw_temporal._agent import ToolCall, ToolResult
+from lw_temporal import AgentResult, ModelRequest, Role, ToolCall, WorkflowDefinition
+from lw_temporal.models import ToolResult
 from lw_temporal.options import OrchestratorOptions
 from lw_temporal.testing import ScriptedModel, tool
 

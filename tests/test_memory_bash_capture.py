@@ -15,9 +15,8 @@ from temporalio import activity
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, MemoryQuota, WorkflowDefinition
-from lw_temporal._changes import StoreChange
 from lw_temporal._scope import Scope
-from lw_temporal.memory import Provenance, StoreKind, StoreRef
+from lw_temporal.memory import Provenance, StoreChange, StoreKind, StoreRef
 
 from ._bash_support import bash_worker
 from ._memory_support import call, memory_harness

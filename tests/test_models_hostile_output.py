@@ -14,10 +14,17 @@ import httpx2
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import AgentResult, Model, ModelRequest, ModelResponse, Role, WorkflowDefinition
-from lw_temporal._agent import ToolCall, ToolResult
+from lw_temporal import (
+    AgentResult,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    Role,
+    ToolCall,
+    WorkflowDefinition,
+)
 from lw_temporal._agent._replies import ARGUMENTS_CAP, MAX_TOOL_CALLS
-from lw_temporal.models import AnthropicModel, OpenAIModel
+from lw_temporal.models import AnthropicModel, OpenAIModel, ToolResult
 from lw_temporal.testing import ScriptedModel, tool
 
 from ._hierarchy_support import lw_worker

@@ -15,12 +15,12 @@ from temporalio.converter import ActivitySerializationContext, WorkflowSerializa
 from lw_temporal._privacy import (
     KEY_ID_FIELD,
     EncryptionCodec,
-    FileKeyStore,
     KeyRing,
     KeyShredded,
     PayloadSealed,
     tree_of,
 )
+from lw_temporal.options import FileKeyStore
 
 
 class CountingStore(FileKeyStore):

@@ -14,7 +14,8 @@ from pathlib import Path
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 
-from lw_temporal._privacy import KEY_ID_FIELD, EncryptionCodec, FileKeyStore, KeyRing
+from lw_temporal._privacy import KEY_ID_FIELD, EncryptionCodec, KeyRing
+from lw_temporal.options import FileKeyStore
 
 from ._privacy_support import codec_server
 

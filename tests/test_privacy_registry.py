@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from lw_temporal._privacy import FileKeyStore, _registry
+from lw_temporal._privacy import _registry
 from lw_temporal._privacy._registry import lookup, normal_address, register, registry_folders
+from lw_temporal.options import FileKeyStore
 
 ADDRESS = "lw-registry-test.invalid:7233"
 

@@ -18,7 +18,6 @@ import pytest
 from lw_temporal._sandbox import (
     BwrapBackend,
     LandlockBackend,
-    Limits,
     SandboxSpec,
     SandboxUnavailable,
     SandboxUser,
@@ -28,6 +27,7 @@ from lw_temporal._sandbox import (
 from lw_temporal._sandbox._backends import Launch
 from lw_temporal._sandbox._landlock import landlock_abi
 from lw_temporal._sandbox._selftest import _filter_failures
+from lw_temporal.options import Limits
 
 
 def user() -> SandboxUser | None:

@@ -19,13 +19,13 @@ from lw_temporal._sandbox import (
     LAUNCH_FAILED_MARKER,
     LAUNCH_FAILED_STATUS,
     BwrapBackend,
-    Limits,
     OutputSink,
     SandboxMount,
     SandboxSpec,
     _userns,
     run_sandboxed,
 )
+from lw_temporal.options import Limits
 from tests._sandbox_support import host_overlays
 
 TARGET = PurePosixPath("/mnt/memory/workflow")
