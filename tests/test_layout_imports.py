@@ -42,6 +42,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "_approvals._audit",
             "_approvals._client",
             "_telemetry._worker",
+            "_trust",
         ),
     ),
     (
@@ -50,6 +51,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "_bash",
             "_bash_parts",
             "_bash_staging",
+            "_bash_identity",
             "_agent",
             "_edit",
             "_approvals",
@@ -70,7 +72,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     (
         "stores and sandbox",
-        ("memory", "_sandbox", "_pathcheck", "_topology", "_locks", "_changes"),
+        ("memory", "_sandbox", "_pathcheck", "_topology", "_locks", "_changes", "_callers"),
     ),
     (
         "ids and records",
@@ -90,6 +92,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "_egress._patterns",
             "_egress._addresses",
             "_approvals._rules",
+            "_taint",
+            "_placement",
         ),
     ),
 ]

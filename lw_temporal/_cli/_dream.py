@@ -353,7 +353,7 @@ async def _show(args: argparse.Namespace) -> int:
     stores = None
     if args.data_dir is not None:
         from ..memory._stores import MemoryStores
-        from ._memory import data_dir_config
+        from ._datadir import data_dir_config
 
         stores = MemoryStores.for_config(data_dir_config(args.data_dir))
     try:

@@ -12,17 +12,17 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from temporalio.exceptions import ApplicationError
 
-from .._config import LwConfig
 from .._scope import StoreRef
 from ..memory._names import STORE_FORMS, StoreNotFound
 from ..memory._records import Provenance
 from ..memory._stores import MemoryStores
-from ._common import Commands, Handler, failed, load_object, say
+from ._common import Commands, Handler, failed, say
+from ._datadir import Refused, data_dir_config
+from ._quarantine import add_quarantine
 
 _HELP = """\
 Inspect and repair the memory stores of a data dir directly: no Temporal server is
@@ -39,10 +39,6 @@ _QUOTA_HELP = (
     "workflow store keeps its definition's quota; without it every store is checked "
     "against the default MemoryQuota (64 MiB, 10000 files, 4 MiB per file)"
 )
-
-
-class Refused(Exception):
-    """A memory admin command that cannot run as asked (nothing was changed)."""
 
 
 @dataclass(frozen=True)
@@ -188,8 +184,6 @@ def add_memory(sub: Commands) -> None:
         "by every commit and repaired by the next search)", _reindex, "store",
     )  # fmt: skip
 
-    from ._quarantine import add_quarantine
-
     add_quarantine(verbs)
 
 
@@ -233,18 +227,6 @@ def _handler(verb: str, scope: Scope, body: Body) -> Handler:
             return failed(f"memory {verb}", err)
 
     return handler
-
-
-def data_dir_config(data_dir: str, definitions: str | None = None) -> LwConfig:
-    """The configuration of an existing data dir, as the admin verbs read it (with the
-    worker's ``--definitions`` when given, for their quotas)."""
-    path = Path(data_dir)
-    if not path.is_dir():
-        raise Refused(f"data dir {path} does not exist")
-    try:
-        return LwConfig.create(path, [] if definitions is None else load_object(definitions))
-    except (TypeError, ValueError) as err:
-        raise Refused(f"--definitions {definitions}: {err}") from None
 
 
 def _target(args: argparse.Namespace, scope: Scope) -> Target:

@@ -17,6 +17,7 @@ from .._ids import parse_workflow_id
 from ..memory._quarantine import QuarantineOutcome
 from ..memory._stores import MemoryStores
 from ._common import CliError, failed, say
+from ._datadir import Refused, data_dir_config
 
 _HELP = """\
 A tainted run (one that read untrusted input: a network response, an untrusted attach
@@ -82,8 +83,6 @@ def _handler(name: str, body: Any) -> Any:
 
 
 def _stores(args: argparse.Namespace) -> MemoryStores:
-    from ._memory import Refused, data_dir_config
-
     if args.workflow_id is not None:
         try:
             parse_workflow_id(args.workflow_id)

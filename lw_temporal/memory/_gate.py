@@ -28,9 +28,7 @@ import shutil
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
 
-from .._config import LwConfig
 from .._ids import InvalidWorkflowId, parse_workflow_id
 from .._sandbox import SandboxUser
 from .._scope import Mount, Scope, StoreKind, StoreRef
@@ -40,9 +38,8 @@ from ._holding import Hold
 from ._ledger import key_hash
 from ._quarantine import QuarantinePolicy, review_of
 from ._records import LedgerRecord, Provenance
-
-if TYPE_CHECKING:
-    from ._stores import MemoryStores
+from ._stores import MemoryStores
+from ._worker import WorkerConfig
 
 _log = logging.getLogger(__name__)
 #: Overlayfs (mounted with ``userxattr``) reads a folder made over a lower one from this.
@@ -54,7 +51,7 @@ class TaintGate:
 
     def __init__(
         self,
-        config: LwConfig,
+        config: WorkerConfig,
         stores: MemoryStores,
         policies: Mapping[str, QuarantinePolicy] | None = None,
     ) -> None:

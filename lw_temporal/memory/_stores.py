@@ -29,15 +29,14 @@ fsync); async callers run them in a thread.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from .._callers import CallerCheck
 from .._changes import StoreChange
-from .._definitions import MemoryQuota, WorkflowDefinition
+from .._definitions import MemoryQuota
 from .._ids import DataLayout
 from .._scan import DefaultScanner, Scanner
 from .._scope import StoreKind, StoreRef
@@ -64,6 +63,7 @@ from ._rename import StoreMoves
 from ._search import StoreSearch
 from ._staged import staged_body
 from ._txn import StoreFiles
+from ._worker import WorkerConfig
 from ._writer import StoreWriter
 
 if TYPE_CHECKING:
@@ -72,20 +72,6 @@ if TYPE_CHECKING:
 __all__ = ["STORE_FORMS", "Cancelled", "MemoryStores", "StoreNotFound"]
 
 _R = TypeVar("_R", bound=BaseModel)
-
-
-class WorkerConfig(Protocol):
-    """What the stores read of a worker's ``LwConfig`` (the config sits above the
-    stores: its activities call them)."""
-
-    @property
-    def layout(self) -> DataLayout: ...
-
-    @property
-    def definitions(self) -> Mapping[str, WorkflowDefinition]: ...
-
-    @property
-    def callers(self) -> CallerCheck: ...
 
 
 class MemoryStores(StoreHistory, StoreSearch, StoreMoves, StoreRetention, StoreQuarantine):

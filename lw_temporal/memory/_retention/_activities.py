@@ -8,7 +8,8 @@ from collections.abc import Callable
 from temporalio import activity
 
 from .._records import Provenance
-from .._stores import MemoryStores, WorkerConfig
+from .._stores import MemoryStores
+from .._worker import WorkerConfig
 from ._gc import collect_garbage
 from ._records import RETENTION_GC, RETENTION_WORKFLOW, GcReport, RetentionPolicy
 
