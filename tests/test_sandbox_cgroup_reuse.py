@@ -21,13 +21,8 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
-from lw_temporal._sandbox._cgroups import (
-    _IDLE,
-    _INIT_PID_NAMESPACE,
-    _gone_worker,
-    _pid_namespace,
-    command_cgroups,
-)
+from lw_temporal._sandbox._cgroupfs import _INIT_PID_NAMESPACE, _gone_worker, _pid_namespace
+from lw_temporal._sandbox._cgroups import _IDLE, command_cgroups
 from tests._bash_support import bash_worker
 from tests._escape_support import BACKENDS, WORKER
 

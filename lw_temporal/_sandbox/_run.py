@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ._backends import Backend, Launch
-from ._cgroups import CommandCgroup, command_cgroups, namespace_tag
+from ._cgroupfs import namespace_tag
+from ._cgroups import CommandCgroup, command_cgroups
 from ._identity import SandboxUser, thread_as
 from ._oom import first_to_go, protect_worker
 from ._outcome import RunOutcome, _launch_failed

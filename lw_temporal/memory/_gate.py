@@ -34,7 +34,7 @@ from .._sandbox import SandboxUser
 from .._scope import Mount, Scope, StoreKind, StoreRef
 from .._taint import TaintBook, TaintMarks, TaintRecord, untrusted_at, untrusted_in_view
 from ._held import HeldStore
-from ._holding import Hold
+from ._hold import Hold
 from ._ledger import key_hash
 from ._quarantine import QuarantinePolicy, review_of
 from ._records import LedgerRecord, Provenance

@@ -31,7 +31,7 @@ from ._txn import Conflict, Txn
 
 if TYPE_CHECKING:
     from .._scope import StoreRef
-    from ._holding import Hold
+    from ._hold import Hold
     from ._stores import MemoryStores
     from ._writer import StoreWriter
 

@@ -23,7 +23,7 @@ from ._txn import Txn
 
 if TYPE_CHECKING:
     from ._gate import TaintGate
-    from ._holding import Hold
+    from ._hold import Hold
     from ._writer import StoreWriter
 
 
