@@ -53,6 +53,7 @@ from ._egress import (
     NetworkUse,
     ProxyLimits,
 )
+from ._ids import BASH_ACTIVITY
 from ._locks import lock_exclusive
 from ._pathcheck import CHECK_BUDGET_SECONDS, precheck, withhold_outside
 from ._sandbox import (
@@ -79,7 +80,6 @@ from ._sandbox._oom import protect_worker
 from ._scope import Mount, Scope, StoreRef
 from .errors._kinds import SANDBOX_FAILED, SANDBOX_UNAVAILABLE, lw_error
 
-BASH_ACTIVITY = "lw.bash"
 activity_logger = logging.getLogger(__name__)
 #: ``exit_code`` of a command the pre-check refused (bash's "cannot execute").
 REJECTED_EXIT_CODE = 126

@@ -41,6 +41,12 @@ PLANNER_WORKFLOW = "lw.Planner"
 WORKER_WORKFLOW = "lw.Worker"
 DREAMING_WORKFLOW = "lw.Dreaming"
 
+#: The activity that runs an agent's bash command (it takes a ``BashRequest``), as
+#: histories, interceptors and traces show it.
+BASH_ACTIVITY = "lw.bash"
+#: The query every agent workflow answers with its ``Progress``.
+PROGRESS_QUERY = "lw.progress"
+
 #: The definition id under which dreaming keeps its own notes.
 DREAMING_DEFINITION_ID = "memory.dreaming"
 

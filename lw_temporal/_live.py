@@ -39,9 +39,9 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ._agent import AgentResult, Progress
 from ._failures import failure_message
+from ._ids import PROGRESS_QUERY
 from ._privacy._codec import PayloadSealed
 from ._terminal import terminal_safe
-from ._workflows._loop import PROGRESS_QUERY
 
 #: Seconds between two looks at a live tree.
 POLL_SECONDS = 0.5

@@ -30,14 +30,15 @@ Constants:
 """
 
 from ._agent import Progress
-from ._bash import BASH_ACTIVITY
 from ._definitions import pipeline_key
 from ._ids import (
+    BASH_ACTIVITY,
     DEFINITION_ID_PATTERN,
     DREAMING_WORKFLOW,
     MAX_WORKFLOW_ID_LENGTH,
     ORCHESTRATOR_WORKFLOW,
     PLANNER_WORKFLOW,
+    PROGRESS_QUERY,
     SEARCH_ATTRIBUTE_DEFINITION,
     SEARCH_ATTRIBUTE_ROLE,
     TOKEN_PATTERN,
@@ -49,7 +50,6 @@ from ._ids import (
     parse_workflow_id,
     parse_workflow_id_for_type,
 )
-from ._workflows._loop import PROGRESS_QUERY
 
 __all__ = [
     "BASH_ACTIVITY",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from .._bash import BASH_ACTIVITY, BashRequest, BashResult
+from .._bash import BashRequest, BashResult
 from .._edit import (
     EDIT_ACTIVITY,
     MEMORY_TOOL_ACTIVITY,
@@ -15,7 +15,7 @@ from .._edit import (
     MemoryToolRequest,
     ToolOutcome,
 )
-from .._ids import Role
+from .._ids import BASH_ACTIVITY, Role
 from ..memory._activities import APPEND, DELETE, LIST, READ, REPLACE, SEARCH, WRITE
 from ..memory._records import (
     ListResult,

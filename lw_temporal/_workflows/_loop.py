@@ -35,6 +35,7 @@ from .._agent import (
 )
 from .._agent._tools import TASK_CAP, clip
 from .._ids import (
+    PROGRESS_QUERY,
     SEARCH_ATTRIBUTE_DEFINITION,
     SEARCH_ATTRIBUTE_ROLE,
     AgentId,
@@ -58,8 +59,6 @@ CARRIED_BYTES = 256 * 1024
 OUTPUT_LIMIT_HITS = 3
 #: UTF-8 bytes of the model's latest text the progress query shows.
 SAID_CAP = 1024
-
-PROGRESS_QUERY = "lw.progress"
 
 ROLE_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_ROLE)
 DEFINITION_KEY = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_DEFINITION)
