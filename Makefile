@@ -49,8 +49,8 @@ demo: setup
 	$(BIN)/lw-temporal demo $(if $(DATA_DIR),--data-dir $(DATA_DIR)) $(if $(HOLD),--hold)
 
 lint: setup
-	$(BIN)/ruff check lw_temporal workflows tests benchmarks
-	$(BIN)/ruff format --check lw_temporal workflows tests benchmarks
+	$(BIN)/ruff check lw_temporal _lw_temporal_entry.py workflows tests benchmarks
+	$(BIN)/ruff format --check lw_temporal _lw_temporal_entry.py workflows tests benchmarks
 
 typecheck: setup
 	$(BIN)/mypy
