@@ -45,7 +45,7 @@ class CommitOutcome:
 
 
 class CommandTaint(Protocol):
-    """What ``lw.bash`` asks the memory side about taint (``_memory._gate.TaintGate``):
+    """What ``lw.bash`` asks the memory side about taint (``memory._gate.TaintGate``):
     whether a command's view makes its run tainted, whether its writes to a mount are
     held (then its overlay starts from the run's held changes), and what its network
     use makes of the run."""
