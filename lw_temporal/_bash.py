@@ -161,9 +161,11 @@ class BashActivities(StagedMemory):
         self.identities = CommandIdentities(layout.local_state, layout.runs, sandbox_ids)
         #: Who the self-test runs as: the shared id, which is no agent's uid.
         self.user = SandboxUser.for_worker(sandbox_ids)
-        self._data_dir_problem = self.identities.problem or secure_layout(
-            layout, self.identities.shared_gid
-        )
+        #: Why agents cannot use the data dir, once it was secured (at the first
+        #: command's backend, never at construction: a client's plugin or a worker
+        #: whose roots are refused must leave the disk as it found it).
+        self._data_dir_problem: str | None = None
+        self._data_dir_secured = False
         self._backend: Backend | None = None
         self._tested: str | None = None
         self._testing = asyncio.Lock()
@@ -183,6 +185,11 @@ class BashActivities(StagedMemory):
         if self._backend is None:
             try:
                 backend = select_backend(self.sandbox)
+                if not self._data_dir_secured:
+                    self._data_dir_problem = self.identities.problem or secure_layout(
+                        self.config.layout, self.identities.shared_gid
+                    )
+                    self._data_dir_secured = True
                 if self._data_dir_problem is not None:
                     raise SandboxUnavailable(self._data_dir_problem)
             except SandboxUnavailable as err:
