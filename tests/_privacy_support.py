@@ -19,6 +19,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import AgentInput, AgentResult, Role, WorkflowDefinition
+from lw_temporal._placement import TREE_HEADER
 from lw_temporal.dreaming import DreamInput, show_dream, wait_for_review
 from lw_temporal.ids import DREAMING_WORKFLOW, ORCHESTRATOR_WORKFLOW
 from lw_temporal.testing import ScriptedModel, temporal_cli_path, tool
@@ -198,7 +199,9 @@ async def shown_payloads(
 
 
 def payloads_in(value: object) -> list[dict[str, Any]]:
-    """Every payload (a dict with ``metadata.encoding``) in proto3 JSON."""
+    """Every payload (a dict with ``metadata.encoding``) in proto3 JSON, but the tree's
+    placement header: the id of the runs root a tree lives on, no text of a run, which
+    the README's privacy section names as plain."""
     found: list[dict[str, Any]] = []
     stack = [value]
     while stack:
@@ -208,7 +211,7 @@ def payloads_in(value: object) -> list[dict[str, Any]]:
             if isinstance(metadata, dict) and "encoding" in metadata:
                 found.append(item)
             else:
-                stack.extend(item.values())
+                stack.extend(v for k, v in item.items() if k != TREE_HEADER)
         elif isinstance(item, list):
             stack.extend(reversed(item))
     return found

@@ -444,10 +444,21 @@ class Txn:
             "key": key,
             "op": op,
             "ops": self.ops,
-            "audit": [dict(e) for e in self.audit],  # JSON values already
+            "audit": [_line(e) for e in self.audit],
             "result": result,
             "attachment": attachment,
         }
         batch.commits.append(commit)
         if key is not None:
             batch.keys[key] = commit
+
+
+def _line(entry: AuditEntry) -> dict[str, object]:
+    """An audit entry as its line (its values are JSON already), leaving out the sparse
+    fields while false, as its serializer does: an untainted run's lines stay what they
+    were before taint existed."""
+    line = dict(entry)
+    for name in AuditEntry._sparse:
+        if not line.get(name, True):
+            del line[name]
+    return line
