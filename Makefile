@@ -56,7 +56,7 @@ typecheck: setup
 	$(BIN)/mypy
 
 pytest: setup
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -n 3 --dist loadfile
 
 test: lint typecheck pytest
 
