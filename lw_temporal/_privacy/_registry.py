@@ -41,8 +41,9 @@ from ._keys import FileKeyStore, KeyShredded, KeyStore
 SYSTEM_FOLDER = Path("/run/lw-temporal/key-stores")
 #: Entries read per registry folder at most (the rest are not looked at).
 MAX_ENTRIES = 1024
-#: Key stores one command asks for a key at most.
-MAX_STORES = 16
+#: Key stores one command asks for a key at most (a stat each per key; running workers'
+#: first, so a host where many workers serve one server still finds a stopped one's).
+MAX_STORES = 256
 _ENTRY_BYTES = 4096
 _LOOPBACK = {"localhost", "127.0.0.1", "::1", "ip6-localhost"}
 _DEFAULT_PORT = "7233"
