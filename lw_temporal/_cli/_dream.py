@@ -166,6 +166,26 @@ def _accept_task_queue(parser: argparse.ArgumentParser) -> None:
     )
 
 
+_INDEX_SETTLE = (0.0, 0.5, 1.0, 2.0)
+"""Pauses (seconds) between asks of the server's index before a definition is unknown."""
+
+
+async def _indexed_definitions(client: Client) -> set[str] | None:
+    """Definitions of the runs the server has indexed; None where it cannot tell."""
+    key = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_DEFINITION)
+    found: set[str] = set()
+    try:
+        async for execution in client.list_workflows(
+            f"{SEARCH_ATTRIBUTE_DEFINITION} IS NOT NULL", limit=1000
+        ):
+            value = execution.typed_search_attributes.get(key)
+            if value:
+                found.add(value)
+    except RPCError:  # the server has no LwDefinition: it cannot tell
+        return None
+    return found
+
+
 async def _known_definition(client: Client, args: argparse.Namespace) -> None:
     """Refuse a definition that cannot be the workers' (a misspelt one would fail every
     period): checked against ``--definitions``, else against the definitions of runs the
@@ -174,20 +194,16 @@ async def _known_definition(client: Client, args: argparse.Namespace) -> None:
         known = sorted(d.id for d in load_object(args.definitions))
         where = f"in {args.definitions}"
     else:
-        key = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_DEFINITION)
-        found: set[str] = set()
-        try:
-            async for execution in client.list_workflows(
-                f"{SEARCH_ATTRIBUTE_DEFINITION} IS NOT NULL", limit=1000
-            ):
-                value = execution.typed_search_attributes.get(key)
-                if value:
-                    found.add(value)
-        except RPCError:  # the server has no LwDefinition: it cannot tell
-            return
-        known = sorted(found)
-        if not known:
-            return  # nothing indexed yet (no runs, or workers without --search-attributes)
+        found: set[str] | None = None
+        # The server's index trails a run by a moment: a run that just ended may not be
+        # listed yet, so a miss is asked again before it is called a misspelling.
+        for wait in _INDEX_SETTLE:
+            await asyncio.sleep(wait)
+            found = await _indexed_definitions(client)
+            if not found or args.definition in found:
+                return  # cannot tell, nothing indexed yet (no runs, or workers without
+                # --search-attributes), or known
+        known = sorted(found or ())
         where = "among the runs this server knows"
     if args.definition in known:
         return
