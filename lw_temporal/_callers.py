@@ -44,6 +44,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ._ids import AgentId, DataLayout, InvalidWorkflowId, parse_workflow_id
 from ._topology import host_queue, publish
+from ._vouch import Vouched, VouchKey, vouched
 from .errors._kinds import UNVERIFIED_CALLER, WORKFLOW_ID_TAKEN, lw_error
 
 #: Runs whose verification is remembered (each costs one describe when forgotten).
@@ -106,6 +107,11 @@ class CallerCheck:
     _owned: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     #: Describes sent so far (what the checks cost the server; benchmarks read it).
     describes: int = field(default=0, init=False)
+    #: The key of the stamps this deployment's workflows put on their activities.
+    vouch_key: VouchKey = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.vouch_key = VouchKey(self.layout.state)
 
     def serve(self, task_queue: str) -> None:
         """A task queue a worker of this plugin polls: its workflows are ours."""
@@ -146,9 +152,12 @@ class CallerCheck:
             return
         client, claimed, queue = activity.client(), info.workflow_type or "", info.task_queue
         check: Callable[[], Awaitable[str]]
+        stamp = None if info.is_local else vouched(self.vouch_key.key)
         if info.is_local and chain is not None:
             check = partial(self._check_local, client, agent_id, run_id, claimed, queue, chain,
                             parent_run)  # fmt: skip
+        elif stamp is not None:
+            check = partial(self._check_vouched, client, agent_id, run_id, claimed, queue, stamp)
         else:
             check = partial(self._check, client, agent_id, run_id, claimed, queue)
         await self._once(key, check)
@@ -206,8 +215,21 @@ class CallerCheck:
             )
         if not self.serves(description.task_queue, queue):
             raise _refused(workflow_id, _foreign_queue(description.task_queue))
-        expected = agent_id.parent
         parent, parent_run = description.parent_id, description.parent_run_id
+        await self._parent_is(client, agent_id, parent, parent_run, queue)
+        chain = description.raw_description.workflow_execution_info.first_run_id or run_id
+        return await self._owned_by(client, agent_id, run_id, chain, claimed, queue)
+
+    async def _parent_is(
+        self,
+        client: Client,
+        agent_id: AgentId,
+        parent: str | None,
+        parent_run: str | None,
+        queue: str,
+    ) -> None:
+        """The run's parent (as the server has it) is the one its ID names, and passes."""
+        workflow_id, expected = str(agent_id), agent_id.parent
         if expected is None:
             if parent is not None and _is_lw_id(parent):
                 raise _refused(workflow_id, f"a top-level ID was started by lw run {parent!r}")
@@ -218,8 +240,25 @@ class CallerCheck:
             )
         else:
             await self._ancestor(client, expected, parent_run, queue)
-        chain = description.raw_description.workflow_execution_info.first_run_id or run_id
-        return await self._owned_by(client, agent_id, run_id, chain, claimed, queue)
+
+    async def _check_vouched(
+        self,
+        client: Client,
+        agent_id: AgentId,
+        run_id: str,
+        claimed: str,
+        queue: str,
+        stamp: Vouched,
+    ) -> str:
+        """A regular activity whose run a worker of this deployment vouched for
+        (``_vouch``): its type, chain and parent are the server's, as that worker saw
+        them, so only the parent is described (once per parent)."""
+        if claimed != agent_id.workflow_type:
+            raise _refused(
+                str(agent_id), f"it runs as a {claimed}, its ID names a {agent_id.workflow_type}"
+            )
+        await self._parent_is(client, agent_id, stamp.parent, stamp.parent_run, queue)
+        return await self._owned_by(client, agent_id, run_id, stamp.chain, claimed, queue)
 
     async def _check_local(
         self,

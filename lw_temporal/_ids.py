@@ -17,6 +17,7 @@ Everything here is pure and deterministic, so workflow code may import it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -244,7 +245,16 @@ def _split_run(segment: str, workflow_id: str) -> tuple[str, str]:
 
 def parse_workflow_id(workflow_id: str) -> AgentId:
     """Parse a workflow ID of the grammar, or raise :class:`InvalidWorkflowId` saying why."""
-    if not isinstance(workflow_id, str) or not workflow_id:
+    if not isinstance(workflow_id, str):
+        raise InvalidWorkflowId("workflow ID is empty")
+    return _parse_workflow_id(workflow_id)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_workflow_id(workflow_id: str) -> AgentId:
+    """Cached: every payload's codec context and every activity parses its run's ID
+    (tens of times per agent), and an ``AgentId`` is immutable."""
+    if not workflow_id:
         raise InvalidWorkflowId("workflow ID is empty")
     if "\x00" in workflow_id:
         raise InvalidWorkflowId("workflow ID contains a NUL byte")

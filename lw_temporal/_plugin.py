@@ -8,6 +8,7 @@ model) so that nothing of it travels in workflow inputs.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -33,6 +34,7 @@ from ._privacy import EncryptionCodec, FileKeyStore, KeyRing, default_key_store,
 from ._privacy._registry import register
 from ._telemetry._setup import telemetry_interceptors
 from ._topology import host_queue
+from ._vouch import VouchInterceptor
 from ._workflows import WORKFLOWS
 from .dreaming._activities import DreamingActivities
 from .dreaming._workflow import DreamingWorkflow
@@ -246,6 +248,7 @@ class LittleWorkflowPlugin(SimplePlugin):
             interceptors=[
                 ResultRecorder(self.model_activities.conversations.root),
                 PlacementInterceptor(),
+                VouchInterceptor(self.config.callers.vouch_key),
                 *telemetry_interceptors(tracing, trace_commands=bash.trace_commands, model=model),
             ],
             # The sandbox fails closed at worker start: its self-test runs first.
@@ -294,12 +297,27 @@ class LittleWorkflowPlugin(SimplePlugin):
                 problem,
             )
 
+    async def _load_vouch_key(self) -> None:
+        """The key this worker's workflows stamp their activities with (``_vouch``);
+        without it (a read-only data dir), activities describe their callers instead."""
+        if not self.config.callers.enabled:
+            return
+        try:
+            await asyncio.to_thread(self.config.callers.vouch_key.load)
+        except OSError as err:
+            logging.getLogger(__name__).warning(
+                "lw: no caller key (%s); activities confirm each calling run with the "
+                "server instead, which costs a describe per run",
+                err,
+            )
+
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
         """Check the roots before polling; a pinned worker also serves its host queue
         (Temporal's worker-specific task queue), for as long as the worker runs."""
         self.config.topology.check_start()
         # Workflows on this queue are this deployment's: its activities may serve them.
         self.config.callers.serve(worker.task_queue)
+        await self._load_vouch_key()
         queue = self._host_queue_of(worker.task_queue)
         if queue is None or self._is_host_queue(worker.task_queue):
             await super().run_worker(worker, next)

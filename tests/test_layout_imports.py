@@ -72,7 +72,16 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     (
         "stores and sandbox",
-        ("memory", "_sandbox", "_pathcheck", "_topology", "_locks", "_changes", "_callers"),
+        (
+            "memory",
+            "_sandbox",
+            "_pathcheck",
+            "_topology",
+            "_locks",
+            "_changes",
+            "_callers",
+            "_vouch",
+        ),
     ),
     (
         "ids and records",
