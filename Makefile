@@ -56,7 +56,7 @@ typecheck: setup
 	$(BIN)/mypy
 
 pytest: setup
-	$(BIN)/pytest -q -p no:cacheprovider -n 3 --dist loadfile
+	$(BIN)/pytest -q -p no:cacheprovider -n 3 --dist loadfile --durations=15
 
 test: lint typecheck pytest
 

@@ -85,6 +85,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "_terminal",
             "_scope",
             "_scan",
+            "_tree",
             "_bash_models",
             "models._errors",
             "_egress._policy",

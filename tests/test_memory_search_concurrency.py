@@ -30,13 +30,14 @@ def _write(data_dir: str, writer: int) -> None:
         list(pool.map(append, range(LINES)))
 
 
-def _search(data_dir: str, stop: object, answers: object) -> None:
+def _search(data_dir: str, ready: object, stop: object, answers: object) -> None:
     stores = MemoryStores(DataLayout.at(data_dir))
     count = 0
     while not stop.is_set():  # type: ignore[attr-defined]
         result = stores.search(STORE, "entry writer", limit=5)
         assert result.hits
         count += 1
+        ready.set()  # type: ignore[attr-defined]
     answers.value = count  # type: ignore[attr-defined]
 
 
@@ -48,10 +49,13 @@ def test_searches_and_commits_from_several_processes(data_dir: Path) -> None:
     generation = stores.files(STORE).search.current()
 
     ctx = multiprocessing.get_context("spawn")
-    stop, answers = ctx.Event(), ctx.Value("i", 0)
-    searcher = ctx.Process(target=_search, args=(str(data_dir), stop, answers))
+    ready, stop, answers = ctx.Event(), ctx.Event(), ctx.Value("i", 0)
+    searcher = ctx.Process(target=_search, args=(str(data_dir), ready, stop, answers))
     writer = ctx.Process(target=_write, args=(str(data_dir), 1))
     searcher.start()
+    # The writes start once the searcher answers, so they run beside its searches even
+    # where a loaded machine is slow to start a process.
+    assert ready.wait(timeout=300), "the searcher never answered"
     writer.start()
     _write(str(data_dir), 0)  # this process too, meanwhile
     writer.join(timeout=300)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .._ids import DataLayout
+from .._tree import entries_below
 
 #: Files larger than this are reported, not scrubbed (read whole to be rewritten).
 MAX_SCRUB_BYTES = 256 * 1024 * 1024
@@ -59,22 +60,9 @@ def walk(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
         return
     if not stat.S_ISDIR(top.st_mode):
         return
-    stack = [str(root)]
-    while stack:
-        try:
-            scan = os.scandir(stack.pop())
-        except OSError:
-            continue
-        with scan:
-            for entry in scan:
-                try:
-                    info = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if stat.S_ISDIR(info.st_mode):
-                    stack.append(entry.path)
-                elif stat.S_ISREG(info.st_mode):
-                    yield Path(entry.path), info
+    for path, info in entries_below(str(root)):
+        if stat.S_ISREG(info.st_mode):
+            yield Path(path), info
 
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -19,9 +19,11 @@ sandbox: the launcher loads the filter in the command's process only), and never
 launcher the runner still waits for. Anything else a worker forks stays its own to
 wait for, as before.
 
-It reaps before each launch and after each command, and once more shortly after the
-last command ends (an event loop timer); finding no zombie costs one ``waitid`` with
-``WNOWAIT``, which reaps nothing.
+It reaps before each launch and after each command, and again on an event loop timer
+after the last command ends: a killed sandbox's hundreds of processes can take seconds
+to die on a busy host, so the timer looks again at growing intervals and starts over
+while it still finds orphans. Finding no zombie costs one ``waitid`` with ``WNOWAIT``,
+which reaps nothing.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ from collections.abc import Iterator
 logger = logging.getLogger(__name__)
 
 _PR_SET_CHILD_SUBREAPER = 36
-#: How long after a command the event loop looks once more for orphans.
-_LATER = 0.5
+#: How long after a command (and after each look that found none) the event loop looks
+#: again for orphans; a look that reaps some starts the series over.
+_LATER = (0.5, 1.0, 2.0, 4.0, 8.0)
 #: The most zombies one pass reaps (the rest wait for the next).
 _MAX_PASS = 4096
 
@@ -97,12 +100,19 @@ class Reaper:
         return reaped
 
     def reap_soon(self) -> None:
-        """Reap now, and once more a moment later on the running event loop."""
+        """Reap now, and again later on the running event loop (see :data:`_LATER`)."""
         self.reap()
         with contextlib.suppress(RuntimeError):
             loop = asyncio.get_running_loop()
-            if self._later is None or self._later.cancelled() or self._later.when() < loop.time():
-                self._later = loop.call_later(_LATER, self.reap)
+            if self._later is not None:
+                self._later.cancel()
+            self._later = loop.call_later(_LATER[0], self._again, loop, 0)
+
+    def _again(self, loop: asyncio.AbstractEventLoop, step: int) -> None:
+        step = 0 if self.reap() else step + 1
+        self._later = (
+            loop.call_later(_LATER[step], self._again, loop, step) if step < len(_LATER) else None
+        )
 
     def _orphan(self, pid: int) -> bool:
         if pid in self.launchers:

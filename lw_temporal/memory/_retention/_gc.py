@@ -23,6 +23,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ..._ids import AgentId, DataLayout, InvalidWorkflowId, parse_workflow_id
 from ..._sandbox import remove_tree
+from ..._tree import entries_below
 from ._records import AUDIT_FILE, GcItem, GcReport, RetentionPolicy
 
 
@@ -58,24 +59,11 @@ def tree_size(path: Path) -> tuple[int, int, float]:
     iterative, so a command's 1,200-deep folders cannot stop the collection)."""
     files = total = 0
     newest = path.lstat().st_mtime
-    stack = [str(path)]
-    while stack:
-        try:
-            scan = os.scandir(stack.pop())
-        except OSError:
-            continue
-        with scan:
-            for entry in scan:
-                try:
-                    info = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                newest = max(newest, info.st_mtime)
-                if stat.S_ISDIR(info.st_mode):
-                    stack.append(entry.path)
-                else:
-                    files += 1
-                    total += info.st_size
+    for _entry, info in entries_below(str(path)):
+        newest = max(newest, info.st_mtime)
+        if not stat.S_ISDIR(info.st_mode):
+            files += 1
+            total += info.st_size
     return files, total, newest
 
 
