@@ -74,7 +74,7 @@ from ._sandbox import (
     staging_changed,
     sweep,
 )
-from ._sandbox._leases import PoolExhausted
+from ._sandbox._leases import LeaseRefused
 from ._sandbox._netbroker import NO_BROKER
 from ._sandbox._oom import protect_worker
 from ._scope import Mount, Scope, StoreRef
@@ -123,8 +123,8 @@ class BashActivities(StagedMemory):
         capture_limits: the most one command may leave in a writable memory mount
             (entries, depth, sizes, name lengths) before any of it is committed.
         sandbox_ids: the host ids a root worker leases to agents, one uid and gid per
-            agent (the first is the group they share; default ``DEFAULT_IDS``); a
-            non-root worker runs every command as itself.
+            agent and one group per memory store (the first is the group they share;
+            default ``DEFAULT_IDS``); a non-root worker runs every command as itself.
         egress: the egress proxy's per-command limits (agents with a network policy).
         taint: the memory side's taint rules (what a command's view and network use
             make of its run, and the held view of a tainted run's stores); ``None``:
@@ -158,7 +158,7 @@ class BashActivities(StagedMemory):
         self.commit_staged: Committer = commit_staged or apply_staged
         self.capture_limits = capture_limits or CaptureLimits()
         layout = config.layout
-        self.identities = CommandIdentities(layout.local_state, layout.runs, sandbox_ids)
+        self.identities = CommandIdentities(layout, sandbox_ids)
         #: Who the self-test runs as: the shared id, which is no agent's uid.
         self.user = SandboxUser.for_worker(sandbox_ids)
         #: Why agents cannot use the data dir, once it was secured (at the first
@@ -186,8 +186,10 @@ class BashActivities(StagedMemory):
             try:
                 backend = select_backend(self.sandbox)
                 if not self._data_dir_secured:
-                    self._data_dir_problem = self.identities.problem or secure_layout(
-                        self.config.layout, self.identities.shared_gid
+                    self._data_dir_problem = (
+                        self.identities.problem
+                        or secure_layout(self.config.layout, self.identities.shared_gid)
+                        or self.identities.check()
                     )
                     self._data_dir_secured = True
                 if self._data_dir_problem is not None:
@@ -419,7 +421,7 @@ class BashActivities(StagedMemory):
                 return identities.user(scope, runs_for)
             beat = None if heartbeat is None else lambda: heartbeat(0, 0)
             return await _beating(beat, identities.user, scope, runs_for)
-        except PoolExhausted as err:
+        except LeaseRefused as err:
             raise lw_error(SANDBOX_FAILED, f"workflow {scope.workflow_id}: {err}") from None
 
     def _network_taint(self, scope: Scope, use: NetworkUse) -> None:

@@ -20,7 +20,9 @@ from pathlib import Path
 
 from ._ids import DREAMING_DEFINITION_ID, DataLayout
 from ._sandbox import SandboxUser, secure_data_dir
-from ._sandbox._leases import IdentityPool, default_ids, ensure_folder, unmapped
+from ._sandbox._idrange import default_ids, unmapped
+from ._sandbox._lease_folders import ensure_folder
+from ._sandbox._leases import IdentityPool
 from ._scope import Scope
 
 #: The bookkeeping folders an agent passes through (to its sandbox's own folders);
@@ -61,21 +63,26 @@ _KNOWN_MAX = 4096
 class CommandIdentities:
     """The per-agent identities of one worker's commands (see the module)."""
 
-    def __init__(self, local_state: Path, runs: Path, ids: range | None = None) -> None:
-        self.runs = runs
+    def __init__(self, layout: DataLayout, ids: range | None = None) -> None:
+        self.runs = layout.runs
         self.pool: IdentityPool | None = None
         #: Why the ids cannot be used here (then every command is refused), if so.
         self.problem: str | None = None
         if os.geteuid() == 0:
             ids = ids or default_ids()
             self.problem = unmapped(ids)
-            self.pool = IdentityPool(local_state, ids)
+            self.pool = IdentityPool(layout.local_state, ids, shared_state=layout.state)
         self._known: dict[str, _Known] = {}
 
     @property
     def shared_gid(self) -> int | None:
         """The group every agent holds (``None`` for a non-root worker)."""
         return None if self.pool is None else self.pool.shared
+
+    def check(self) -> str | None:
+        """Why this worker's ids may not be leased here (the data dir's tables were
+        made for another range), else ``None``."""
+        return None if self.pool is None else self.pool.check()
 
     def needs_io(self, scope: Scope, timeout: float) -> bool:
         """Whether :meth:`user` must touch the lease table (run it in a thread)."""
@@ -86,7 +93,7 @@ class CommandIdentities:
 
     def user(self, scope: Scope, timeout: float) -> SandboxUser | None:
         """The identity of a command of ``scope`` that may run ``timeout`` seconds,
-        every lease it uses renewed; raises ``PoolExhausted``."""
+        every lease it uses renewed; raises ``LeaseRefused``."""
         pool = self.pool
         if pool is None:
             return None
@@ -105,7 +112,7 @@ class CommandIdentities:
         numbers: list[int] = []
         owners: list[tuple[Path, int, int]] = []
         for key, folder, kind in (own, *others):
-            number = pool.cached(key, until)
+            number = pool.cached(key, kind, until)
             if number is None:
                 number = pool.lease(key, folder, kind, until)
                 if kind == "run":
@@ -118,7 +125,7 @@ class CommandIdentities:
         mine = numbers[0]
         user = SandboxUser(mine, mine, (pool.shared, *numbers[1:]))
         # Valid while every lease it holds is: the soonest to end decides.
-        ends = min(pool.held_until(key) for key, _, _ in (own, *others))
+        ends = min(pool.held_until(key, kind) for key, _, kind in (own, *others))
         return _Known(user, tuple(owners), ends)
 
     def _passable(self, scratch: Path) -> None:

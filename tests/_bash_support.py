@@ -5,6 +5,12 @@ the activity derives its scope from ``activity.info().workflow_type`` and ``work
 they only execute ``lw.bash`` for each command they are given, in one open run per ID
 started under its ancestors' runs (``_session_support``). The worker registers them with
 the plugin's activities but without the plugin's own workflows.
+
+They run outside the workflow sandbox (as the memory stand-ins do): the SDK builds each
+new run's sandbox on the worker's event loop, and this module's imports (pytest, the
+conftest's tracing, a fresh copy of most of ``lw_temporal``) took about a second of it
+per run, so a test starting dozens of agents at once stalled every activity and workflow
+task of the worker past the server's 10 s workflow-task timeout.
 """
 
 from __future__ import annotations
@@ -27,11 +33,9 @@ from temporalio.common import RetryPolicy
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-with workflow.unsafe.imports_passed_through():
-    from lw_temporal import BashRequest, BashResult, LittleWorkflowPlugin
-    from lw_temporal._sandbox import landlock_abi, staging_root
-    from lw_temporal._scope import Scope
-
+from lw_temporal import BashRequest, BashResult, LittleWorkflowPlugin
+from lw_temporal._sandbox import landlock_abi, staging_root
+from lw_temporal._scope import Scope
 from tests._session_support import Sessions, StandIn
 from tests.conftest import pydantic_client
 
@@ -71,21 +75,21 @@ class _BashStandIn(StandIn):
         return await self.calling(_run_all(commands))
 
 
-@workflow.defn(name="lw.Orchestrator")
+@workflow.defn(name="lw.Orchestrator", sandboxed=False)
 class BashOrchestrator(_BashStandIn):
     @workflow.run
     async def run(self) -> None:
         await self.wait()
 
 
-@workflow.defn(name="lw.Planner")
+@workflow.defn(name="lw.Planner", sandboxed=False)
 class BashPlanner(_BashStandIn):
     @workflow.run
     async def run(self) -> None:
         await self.wait()
 
 
-@workflow.defn(name="lw.Worker")
+@workflow.defn(name="lw.Worker", sandboxed=False)
 class BashWorker(_BashStandIn):
     @workflow.run
     async def run(self) -> None:
@@ -198,14 +202,11 @@ def snapshot(root: Path, *, skip: Sequence[Path] = ()) -> dict[str, tuple[object
 
 
 #: Both kernel sandboxes, for tests that must hold on each (skipped where one is missing).
-#: Probed unrestricted: this module is also loaded inside the workflow sandbox.
-with workflow.unsafe.sandbox_unrestricted():
-    SANDBOXES = [
-        pytest.param(
-            "bwrap", marks=pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bwrap")
-        ),
-        pytest.param(
-            "landlock",
-            marks=pytest.mark.skipif(landlock_abi() < 6, reason="needs Landlock ABI 6+"),
-        ),
-    ]
+SANDBOXES = [
+    pytest.param(
+        "bwrap", marks=pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bwrap")
+    ),
+    pytest.param(
+        "landlock", marks=pytest.mark.skipif(landlock_abi() < 6, reason="needs Landlock ABI 6+")
+    ),
+]

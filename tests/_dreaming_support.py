@@ -4,6 +4,12 @@ The planner runs here are small stand-ins registered as ``lw.Planner``/``lw.Work
 with grammar-conformant IDs: they execute real ``lw.bash``/``lw.memory.append``
 activities (which touch the real data dir), so their histories have the same events a
 full agent run has.
+
+The SDK builds each new run's workflow sandbox on the worker's event loop: the stand-ins
+run outside it (this module reloaded there took one to three seconds of the loop per
+run), and the real dreaming workflow runs with the plugin's sandbox settings (``lw_temporal``
+passed through, as on a worker the plugin configures), not the default's fresh copy of
+the package per run.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from temporalio.worker import Worker
 
 from lw_temporal import BashRequest, BashResult, RunRecord, WorkflowDefinition
 from lw_temporal._config import LwConfig
+from lw_temporal._plugin import _passthrough
 from lw_temporal.dreaming import DreamInput, DreamOptions, DreamResult, DreamState, DreamStatus
 from lw_temporal.dreaming._activities import DreamingActivities
 from lw_temporal.dreaming._records import QUERY_STATE
@@ -92,7 +99,7 @@ class FakeTools:
 _ONCE = RetryPolicy(maximum_attempts=1)
 
 
-@workflow.defn(name="lw.Worker")
+@workflow.defn(name="lw.Worker", sandboxed=False)
 class FakeWorker:
     @workflow.run
     async def run(self, step: Step) -> None:
@@ -105,7 +112,7 @@ class FakeWorker:
             )
 
 
-@workflow.defn(name="lw.Planner")
+@workflow.defn(name="lw.Planner", sandboxed=False)
 class FakePlanner:
     @workflow.run
     async def run(self, script: Script) -> None:
@@ -161,6 +168,7 @@ async def dreaming_worker(
         task_queue=task_queue,
         workflows=[DreamingWorkflow, FakePlanner, FakeWorker],
         activities=[*dreaming.callables, tools.bash, tools.append, tools.model, *extra],
+        workflow_runner=_passthrough(None),
     ):
         yield client
 

@@ -57,7 +57,7 @@ class Forcing(BaseModel):
     wait_for_go: bool = False
 
 
-@workflow.defn(name="lw.Planner")
+@workflow.defn(name="lw.Planner", sandboxed=False)
 class ForcingPlanner:
     def __init__(self) -> None:
         self._go = False

@@ -26,8 +26,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
-with workflow.unsafe.imports_passed_through():
-    from lw_temporal.ids import parse_workflow_id
+from lw_temporal.ids import parse_workflow_id
 
 _T = TypeVar("_T")
 
@@ -46,14 +45,24 @@ class StandIn:
 
     async def wait(self) -> None:
         """Until told to finish; cancelling the run cancels the calls it is making
-        (their activities are asked to stop, as an lw run's would be)."""
+        (their activities are asked to stop, as an lw run's would be).
+
+        A call still running when the run is told to finish is one its test stopped
+        waiting for (the test failed or gave up on it): it is cancelled the same way,
+        and the run completes only once every handler has returned, so no update is
+        cut off by the run's end."""
         try:
             await workflow.wait_condition(lambda: self._finished)
         except asyncio.CancelledError:
-            for task in self._calls:
-                task.cancel()
-            await asyncio.gather(*self._calls, return_exceptions=True)
+            await self._stop_calls()
             raise
+        await self._stop_calls()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+
+    async def _stop_calls(self) -> None:
+        for task in self._calls:
+            task.cancel()
+        await asyncio.gather(*self._calls, return_exceptions=True)
 
     async def calling(self, call: Awaitable[_T]) -> _T:
         """Run one of the test's calls as a part of this run that its cancellation stops."""

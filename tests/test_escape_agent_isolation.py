@@ -20,7 +20,8 @@ from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
-from lw_temporal._sandbox._leases import DEFAULT_IDS, IdentityPool, PoolExhausted
+from lw_temporal._sandbox._idrange import DEFAULT_IDS
+from lw_temporal._sandbox._leases import IdentityPool, PoolExhausted
 from lw_temporal.memory import Provenance, StoreKind, StoreRef
 from lw_temporal.options import BashOptions
 from tests._bash_support import BashRunner, bash_worker
@@ -279,7 +280,7 @@ async def test_a_number_is_never_leased_to_two_agents_at_once(
 def test_a_reused_number_first_takes_the_old_scratch_back(tmp_path: Path) -> None:
     first = 0x7D000000 + (os.getpid() % 4096) * 16
     claims = tmp_path / "claims"
-    pool = IdentityPool(tmp_path / "a", range(first, first + 2), grace=0, host_claims=claims)
+    pool = IdentityPool(tmp_path / "a", range(first, first + 3), grace=0, host_claims=claims)
     old = tmp_path / "old-scratch"
     (old / "sub").mkdir(parents=True)
     (old / "sub" / "notes.txt").write_text("agent a's\n")
@@ -293,7 +294,7 @@ def test_a_reused_number_first_takes_the_old_scratch_back(tmp_path: Path) -> Non
         (0, 0)
     }
     # Another runs root on this host sees the live lease and takes no number of it.
-    other = IdentityPool(tmp_path / "b", range(first, first + 2), grace=600, host_claims=claims)
+    other = IdentityPool(tmp_path / "b", range(first, first + 3), grace=600, host_claims=claims)
     pool.lease("run:b", new, "run", time.time() + 600)
     with pytest.raises(PoolExhausted):
         other.lease("run:c", tmp_path / "c", "run", time.time())

@@ -398,6 +398,7 @@ async def run_corpus(
         data / ".lw" / "stores",
         data / ".lw" / "manifests",
         data / ".lw" / "identities",  # the agents' leases of their uids
+        data / ".lw" / "store-identities",  # and of their stores' groups
         data / ".lw" / "owners",
     ]
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal._sandbox._leases import DEFAULT_IDS
+from lw_temporal._sandbox._idrange import DEFAULT_IDS
 from tests._escape_support import BACKENDS, PLANNER, WORKER, running
 
 ATTACKS = [

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal._sandbox._leases import DEFAULT_IDS
+from lw_temporal._sandbox._idrange import DEFAULT_IDS
 from tests._escape_support import BACKENDS, WORKER, running, syscall
 
 EPERM, ENOSYS = errno.EPERM, errno.ENOSYS

@@ -10,7 +10,6 @@ import json
 import signal
 from pathlib import Path
 
-import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
@@ -26,12 +25,6 @@ from .conftest import plugin_client
 SAMPLE = "workflows.pipeline:sample_model"
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known open bug: with one sandbox id per agent, the first step a second host "
-    "runs can miss the groups of its memory store and orchestrator scratch (both hosts' "
-    "id tables lease the shared store), about one run in three",
-)
 async def test_two_hosts_keep_each_pipeline_on_one_host(
     dev_env: WorkflowEnvironment, tmp_path: Path, task_queue: str
 ) -> None:

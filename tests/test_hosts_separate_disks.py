@@ -9,7 +9,6 @@ import asyncio
 import signal
 from pathlib import Path
 
-import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
@@ -88,12 +87,6 @@ async def test_a_tree_whose_work_moves_to_another_disk_fails_naming_the_topology
         assert findings.read_text().splitlines()[-1].startswith("Candidate: Dana Reyes")
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known open bug: with one sandbox id per agent, two runs roots on one host "
-    "lease the shared memory store's group in two id tables, and a step can then miss "
-    "its store and orchestrator groups (intermittent; see test_hosts_pinned.py)",
-)
 async def test_two_disks_on_one_queue_complete_whole_or_fail_naming_the_topology(
     dev_env: WorkflowEnvironment, tmp_path: Path, task_queue: str
 ) -> None:

@@ -20,14 +20,14 @@ from lw_temporal.memory import RetentionPolicy, collect_garbage
 from .conftest import pydantic_client
 
 
-@workflow.defn(name="lw.Planner")
+@workflow.defn(name="lw.Planner", sandboxed=False)
 class DonePlanner:
     @workflow.run
     async def run(self) -> None:
         return None
 
 
-@workflow.defn(name="lw.Dreaming")
+@workflow.defn(name="lw.Dreaming", sandboxed=False)
 class DoneDream:
     @workflow.run
     async def run(self) -> None:

@@ -25,7 +25,7 @@ from ._cli_support import cli
 from .conftest import pydantic_client
 
 
-@workflow.defn(name="lw.Planner")
+@workflow.defn(name="lw.Planner", sandboxed=False)
 class DonePlanner:
     @workflow.run
     async def run(self) -> None:

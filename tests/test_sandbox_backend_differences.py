@@ -16,8 +16,8 @@ from temporalio.testing import WorkflowEnvironment
 from lw_temporal import BashResult, LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._pathcheck import NO_STAGED_MEMORY
 from lw_temporal._sandbox._accounts import nss_wrapper
+from lw_temporal._sandbox._idrange import default_ids
 from lw_temporal._sandbox._landlock_gaps import MNT_HINT, NET_HINT, SHM_HINT, TMP_HINT
-from lw_temporal._sandbox._leases import default_ids
 from tests._bash_support import SANDBOXES, bash_worker
 
 PLANNER = "run_cr@differences"

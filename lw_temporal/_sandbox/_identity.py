@@ -28,6 +28,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._idrange import check_ids, default_ids
+
 #: (setgroups, setresuid, setresgid) per machine: the raw calls change one thread only.
 _CALLS = {"x86_64": (116, 117, 119), "aarch64": (159, 147, 149)}
 _SYS_SETGROUPS, _SYS_SETRESUID, _SYS_SETRESGID = _CALLS.get(os.uname().machine, (-1, -1, -1))
@@ -49,8 +51,6 @@ class SandboxUser:
         worker's own) otherwise."""
         if os.geteuid() != 0:
             return None
-        from ._leases import check_ids, default_ids
-
         shared = check_ids(ids or default_ids())[0]
         return cls(shared, shared)
 

@@ -4,27 +4,37 @@ A root worker runs each agent's commands as a uid (and gid, the same number) of 
 own, taken from a configured range (``BashOptions(sandbox_ids=...)``): the kernel's
 per-uid counters (``RLIMIT_NPROC``, ``PRIO_USER``, signals, inotify instances), file
 ownership and permissions then separate agents behind the mount view or Landlock. The
-first id of the range is the group every agent shares (it lets them reach the data
-dir); the others are leased, one per *key*: an agent's run (its scratch folder's owner
-and group), or a memory store (only the group of its root folder, so only agents that
-mount the store may enter it).
+range splits in three: its first id is the group every agent shares (it lets them
+reach the data dir); the lower half of the others goes to agents, one per run (its
+scratch folder's owner and group); the upper half to memory stores, one per store
+(only the group of its root folder, so only agents that mount the store may enter it).
+The halves never meet, so no agent's own uid or gid is ever a store's group.
 
-A lease lives in the runs root's bookkeeping (``.lw/identities/``), shared by every
-worker of that runs root, and survives their restarts: ``leases/<n>.json`` names its
-key, its folder and when it ends, ``keys/<digest>`` the number of a key; both change
-only under the table's lock. Each command renews the leases it uses (its own, its
-planner's and orchestrator's scratch it reads, the stores it mounts) until after its
-timeout plus :data:`LEASE_GRACE`, so no lease ends while a command of it may run. A
-worker keeps what it leased in memory and renews it on disk at most every half grace.
+A lease lives in a table (:class:`LeaseTable`) beside what it owns and shared by every
+worker that sees that: an agent's in its runs root's bookkeeping (``.lw/identities/``),
+a store's in the memory root's (``.lw/store-identities/``), which every worker that
+mounts the memory root shares, on any host. So every worker gives a store root the
+same group; two tables leasing one store would each regroup its root, and the other's
+agents would find their store closed. ``leases/<n>.json`` names a number's key, its
+folder (relative to the table's root, which other hosts may mount elsewhere) and when
+it ends, ``keys/<digest>`` the number of a key; both change only under the table's
+lock. A table records the range it leases from, and a worker configured with other
+``sandbox_ids`` is refused rather than let the halves of two ranges overlap.
+
+Each command renews the leases it uses (its own, its planner's and orchestrator's
+scratch it reads, the stores it mounts) until after its timeout plus
+:data:`LEASE_GRACE`, so no lease ends while a command of it may run. A worker keeps
+what it leased in memory and renews it on disk at most every half grace.
 
 A number whose lease ended may go to another key, but first its old folder stops
-being its: the old scratch is given to root (``chown`` by descriptor, never through a
-link or a mount), or the old store root's group goes back to root, and no process of
-that uid may be left; the new key's folder is then given to the number (a scratch,
-whole; a store root, its group). So a file an agent left is never readable by the next
-holder of its number. Workers of other runs roots on the same host see each other's
-numbers through ``/run/lw-temporal/ids/<n>`` (the table that last took it) and take a
-number only when that table's lease of it has ended, re-owning its folder the same way.
+being its (:mod:`._lease_folders`) and no process of that uid may be left. Tables of
+other roots on the same host see each other's numbers through
+``/run/lw-temporal/ids/<n>`` (the table that last took it) and take a number only when
+that table's lease of it has ended, re-owning its folder the same way. A worker that
+first uses here a number another host leased (a store of a shared memory root, an
+agent of a shared data dir) claims it on this host first; if another table of this
+host holds it, the command is refused (:class:`LeaseRefused`, which a retry may find
+ended), never run with a group that opens someone else's folder.
 """
 
 from __future__ import annotations
@@ -41,83 +51,81 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._locks import lock_exclusive
-from ._tree import chown_tree
+from ._idrange import DEFAULT_IDS, check_ids, split_ids
+from ._lease_folders import give_up, has_processes, take
 
-#: The default range: ids no account, system service or container range on a
-#: systemd host uses (systemd's "unused" 0x70000000-0x7FFFFFFF).
-DEFAULT_IDS = range(0x70000000, 0x70000000 + 16384)
 #: How long a lease outlives the command that last renewed it.
 LEASE_GRACE = 600.0
 #: Where workers of different runs roots on one host record which table took a number.
 HOST_CLAIMS = Path("/run/lw-temporal/ids")
+#: The tables' folders: agents' in a runs root's bookkeeping, stores' in the memory root's.
+RUNS_TABLE = "identities"
+STORES_TABLE = "store-identities"
 #: A lease counts as live until this long after its end (clocks of workers sharing a
-#: runs root differ a little; a renewal this close to the end is a grant).
+#: table differ a little; a renewal this close to the end is a grant).
 _MARGIN = 60.0
 #: Leases a worker remembers before it forgets those that have ended.
 _HELD_MAX = 8192
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def _extents(name: str) -> list[tuple[int, int]]:
-    """[first, end) of each id range this process's user namespace maps."""
-    found = []
-    try:
-        for line in Path(f"/proc/self/{name}").read_text().splitlines():
-            inside, _, count = (int(x) for x in line.split())
-            found.append((inside, inside + count))
-    except (OSError, ValueError):
-        return [(0, 1 << 32)]
-    return found
+class LeaseRefused(RuntimeError):
+    """No number can be given to a key now (the message says why and what to do)."""
 
 
-def unmapped(ids: range) -> str | None:
-    """Why the ids cannot be switched to here (outside this user namespace's maps: a
-    rootless container's root maps only a few), else ``None``."""
-    for name in ("uid_map", "gid_map"):
-        if not any(a <= ids[0] and ids[-1] < b for a, b in _extents(name)):
-            return (
-                f"sandbox_ids {ids!r} are not all mapped in this worker's user namespace "
-                f"(/proc/self/{name}); give BashOptions(sandbox_ids=...) a range inside it"
-            )
-    return None
-
-
-def default_ids() -> range:
-    """:data:`DEFAULT_IDS` where this user namespace maps them, else the same count at
-    the top of its largest mapped range, below the overflow ids (65534 and up)."""
-    if unmapped(DEFAULT_IDS) is None:
-        return DEFAULT_IDS
-    first, end = max(_extents("uid_map"), key=lambda e: e[1] - e[0])
-    end = min(end, 65534) if first < 65534 else end
-    count = min(len(DEFAULT_IDS), end - max(first, 1000))
-    if count < 2:
-        return DEFAULT_IDS  # nothing to lease here: said at worker start (unmapped)
-    return range(end - count, end)
-
-
-class PoolExhausted(RuntimeError):
+class PoolExhausted(LeaseRefused):
     """Every number of the range is leased to a key that used it recently."""
 
 
-def check_ids(ids: range) -> range:
-    """``ids`` if it can be a pool (raises ``ValueError`` saying what is wrong)."""
-    if ids.step != 1 or len(ids) < 2:
-        raise ValueError(
-            f"sandbox_ids={ids!r}: give a range of at least 2 consecutive ids "
-            "(the first is the agents' shared group, the others are leased)"
-        )
-    if ids[0] <= 0 or ids[-1] >= 0xFFFFFFFF or 65534 in ids:
-        raise ValueError(
-            f"sandbox_ids={ids!r}: ids must be above 0 (root), below 4294967295 and "
-            "must not hold 65534 (nobody)"
-        )
-    return ids
+class IdentityPool:
+    """Every number a worker leases: agents' from the runs root's table, stores' from
+    the memory root's (``shared_state``, the runs root's own when they are one)."""
+
+    def __init__(
+        self,
+        local_state: Path,
+        ids: range = DEFAULT_IDS,
+        *,
+        shared_state: Path | None = None,
+        grace: float = LEASE_GRACE,
+        host_claims: Path | None = HOST_CLAIMS,
+    ) -> None:
+        self.ids = check_ids(ids)
+        self.shared = ids[0]
+        self.grace = grace
+        runs, stores = split_ids(ids)
+        self.tables = {
+            "run": LeaseTable(local_state / RUNS_TABLE, ids, runs, grace, host_claims),
+            "store": LeaseTable(
+                (shared_state or local_state) / STORES_TABLE, ids, stores, grace, host_claims
+            ),
+        }
+
+    def cached(self, key: str, kind: str, until: float) -> int | None:
+        """See :meth:`LeaseTable.cached` (``kind``: ``run`` or ``store``)."""
+        return self.tables[kind].cached(key, until)
+
+    def held_until(self, key: str, kind: str) -> float:
+        return self.tables[kind].held_until(key)
+
+    def lease(self, key: str, folder: Path, kind: str, until: float) -> int:
+        """See :meth:`LeaseTable.lease`. Raises :class:`LeaseRefused`."""
+        return self.tables[kind].lease(key, folder, kind, until)
+
+    def check(self) -> str | None:
+        """Why this worker may not lease from these tables (another range recorded in
+        one), else ``None``; makes the tables that are missing."""
+        for table in self.tables.values():
+            problem = table.check()
+            if problem is not None:
+                return problem
+        return None
 
 
 @dataclass(frozen=True, slots=True)
 class _Record:
     key: str
-    #: The folder the number owns: a scratch (``run``) or a store root (``store``).
+    #: The folder the number owns (relative to the table's root when inside it): a
+    #: scratch (``run``) or a store root (``store``).
     folder: str
     kind: str
     expires: float
@@ -136,6 +144,16 @@ class _Record:
         ).encode()
         _write(path, data, durable=durable)
 
+    def give_up(self, table: Path, number: int) -> None:
+        """Before ``number`` goes to another key: nothing of this record's folder (in
+        the table ``table``) stays its."""
+        give_up(_root_of(table) / self.folder, self.kind, number)
+
+
+def _root_of(table: Path) -> Path:
+    """The root a table's folders are relative to: the data dir above its ``.lw``."""
+    return table.parent.parent
+
 
 def _write(path: Path, data: bytes, *, durable: bool) -> None:
     tmp = path.with_name(f".tmp-{uuid.uuid4().hex}")
@@ -149,26 +167,39 @@ def _write(path: Path, data: bytes, *, durable: bool) -> None:
     os.replace(tmp, path)
 
 
-class IdentityPool:
-    """The lease table of one runs root (see the module)."""
+def _same_folder(a: Path, b: Path) -> bool:
+    """Whether two paths name one folder (a root mounted at two paths is one table)."""
+    if a == b:
+        return True
+    try:
+        return os.path.samestat(os.stat(a), os.stat(b))
+    except OSError:
+        return False
+
+
+class LeaseTable:
+    """One table of leases of ``numbers`` (see the module)."""
 
     def __init__(
         self,
-        local_state: Path,
-        ids: range = DEFAULT_IDS,
-        *,
+        folder: Path,
+        ids: range,
+        numbers: range,
         grace: float = LEASE_GRACE,
         host_claims: Path | None = HOST_CLAIMS,
     ) -> None:
-        self.ids = check_ids(ids)
-        self.shared = ids[0]
-        self.numbers = ids[1:]
+        self.dir = folder
+        self.root = _root_of(folder)
+        self.ids = ids
+        self.numbers = numbers
         self.grace = grace
-        self.dir = local_state / "identities"
         self.host_claims = host_claims
         #: key -> (number, lease end known to be on disk)
         self._held: dict[str, tuple[int, float]] = {}
         self._lock = threading.Lock()
+        #: Mixed into each key's first candidate, so that two tables (two memory
+        #: roots, say) do not start every key's search at the same number.
+        self._salt: str | None = None
 
     # -- what commands ask --------------------------------------------------------------
     def cached(self, key: str, until: float) -> int | None:
@@ -186,18 +217,31 @@ class IdentityPool:
 
     def lease(self, key: str, folder: Path, kind: str, until: float) -> int:
         """The number of ``key`` (``kind`` ``run`` or ``store``, owning ``folder``),
-        leased or renewed until ``until`` plus the grace. Raises :class:`PoolExhausted`."""
+        leased or renewed until ``until`` plus the grace. Raises :class:`LeaseRefused`."""
         ends = until + self.grace
         with self._lock, self._table():
             number = self._renew(key, folder, kind, ends)
             if number is None:
                 with self._host():
                     number = self._grant(key, folder, kind, ends)
+            elif not self._held_here(key, number):
+                with self._host():
+                    self._claim_here(key, number)
             if len(self._held) >= _HELD_MAX:  # forget what has ended
                 now = time.time()
                 self._held = {k: v for k, v in self._held.items() if v[1] > now}
             self._held[key] = (number, ends)
             return number
+
+    def check(self) -> str | None:
+        """Why this worker may not lease from this table, else ``None``."""
+        try:
+            with self._lock, self._table():
+                return None
+        except LeaseRefused as err:
+            return str(err)
+        except OSError as err:
+            return f"cannot open the sandbox id table {self.dir}: {err}"
 
     # -- the table ----------------------------------------------------------------------
     def _lease_path(self, number: int) -> Path:
@@ -206,16 +250,48 @@ class IdentityPool:
     def _key_path(self, key: str) -> Path:
         return self.dir / "keys" / hashlib.sha256(key.encode()).hexdigest()[:40]
 
+    def _stored(self, folder: Path) -> str:
+        """How a record names ``folder``: relative to the table's root when inside it."""
+        try:
+            return str(folder.relative_to(self.root))
+        except ValueError:
+            return str(folder)
+
     @contextlib.contextmanager
     def _table(self) -> Iterator[None]:
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         for name in ("leases", "keys"):
-            (self.dir / name).mkdir(parents=True, exist_ok=True, mode=0o700)
+            (self.dir / name).mkdir(exist_ok=True, mode=0o700)
         fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             lock_exclusive(fd)
+            if self._salt is None:
+                self._salt = self._agreed_range()
             yield
         finally:
             os.close(fd)
+
+    def _agreed_range(self) -> str:
+        """The table's salt, once its recorded range is this worker's (recorded now
+        when the table has none); raises :class:`LeaseRefused` when it is another."""
+        path = self.dir / "range.json"
+        try:
+            raw = json.loads(path.read_bytes())
+            recorded = range(int(raw["first"]), int(raw["end"]))
+            salt = str(raw["salt"])
+        except (OSError, ValueError, KeyError, TypeError):
+            salt = uuid.uuid4().hex
+            data = {"first": self.ids.start, "end": self.ids.stop, "salt": salt}
+            _write(path, json.dumps(data).encode(), durable=True)
+            return salt
+        if recorded != self.ids:
+            raise LeaseRefused(
+                f"the sandbox id table {self.dir} leases from range({recorded.start:#x}, "
+                f"{recorded.stop:#x}) for every worker that shares it, and this worker has "
+                f"sandbox_ids=range({self.ids.start:#x}, {self.ids.stop:#x}): give every "
+                "worker of one data dir (its memory root and runs roots) the same sandbox_ids"
+            )
+        return salt
 
     @contextlib.contextmanager
     def _host(self) -> Iterator[None]:
@@ -244,8 +320,9 @@ class IdentityPool:
         record = _Record.read(path)
         if record is None or record.key != key or record.expires < time.time() + _MARGIN:
             return None
-        if record.expires < ends or record.folder != str(folder):
-            _Record(key, str(folder), kind, max(ends, record.expires)).write(path, durable=False)
+        stored = self._stored(folder)
+        if record.expires < ends or record.folder != stored:
+            _Record(key, stored, kind, max(ends, record.expires)).write(path, durable=False)
         return number
 
     def _number_of(self, key: str) -> int | None:
@@ -260,7 +337,8 @@ class IdentityPool:
         start fixed by the key) whose lease ended at least a margin ago everywhere."""
         now = time.time()
         count = len(self.numbers)
-        start = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % count
+        seed = f"{self._salt}\0{key}".encode()
+        start = int.from_bytes(hashlib.sha256(seed).digest()[:8], "big") % max(count, 1)
         own = self._number_of(key)
         candidates = [own] if own is not None else []
         candidates += [self.numbers[(start + i) % count] for i in range(count)]
@@ -272,29 +350,52 @@ class IdentityPool:
                 continue
             used = old is not None
             free, elsewhere = self._free_on_host(number, now)
-            if not free or ((used or elsewhere) and not mine and _has_processes(number)):
+            if not free or ((used or elsewhere) and not mine and has_processes(number)):
                 continue
             if old is not None and not mine:
-                _give_up(old, number)
+                old.give_up(self.dir, number)
                 with contextlib.suppress(FileNotFoundError):
                     self._key_path(old.key).unlink()
-            _take(folder, kind, number, fresh=not mine)
-            _Record(key, str(folder), kind, ends).write(path, durable=True)
+            take(folder, kind, number, fresh=not mine)
+            _Record(key, self._stored(folder), kind, ends).write(path, durable=True)
             _write(self._key_path(key), str(number).encode(), durable=True)
             self._claim_on_host(number)
             return number
         raise PoolExhausted(
-            f"all {count} sandbox ids of {self.ids!r} are leased to agents or stores "
-            f"used in the last {self.grace:.0f}s; give BashOptions(sandbox_ids=...) "
-            "a larger range"
+            f"all {count} sandbox ids for {kind}s of {self.ids!r} are leased to "
+            f"{'agents' if kind == 'run' else 'stores'} used in the last "
+            f"{self.grace:.0f}s; give BashOptions(sandbox_ids=...) a larger range"
         )
 
     # -- other tables of this host --------------------------------------------------------
+    def _held_here(self, key: str, number: int) -> bool:
+        """Whether this worker has held ``number`` for ``key`` without a break (then
+        no other table of this host can have taken it since this worker claimed it)."""
+        held = self._held.get(key)
+        return held is not None and held[0] == number and held[1] > time.time()
+
+    def _claim_here(self, key: str, number: int) -> None:
+        """Claim on this host a number this table holds for ``key`` but this worker
+        did not lease here (another host did, or an earlier worker); refused while
+        another table of this host holds it."""
+        now = time.time()
+        free, elsewhere = self._free_on_host(number, now)
+        if free and not (elsewhere and has_processes(number)):
+            self._claim_on_host(number)
+            return
+        claim = self._claim_file(number)
+        raise LeaseRefused(
+            f"sandbox id {number} of {key} (leased in {self.dir}) is in use on this host "
+            f"by another data dir's table (see {claim}); the command can run once that "
+            "lease ends: give workers of data dirs that share a host but not their "
+            "memory root different sandbox_ids"
+        )
+
     def _claim_file(self, number: int) -> Path | None:
         return None if self.host_claims is None else self.host_claims / str(number)
 
     def _free_on_host(self, number: int, now: float) -> tuple[bool, bool]:
-        """Whether no other runs root's table holds ``number`` now, and whether one
+        """Whether no other table of this host holds ``number`` now, and whether one
         held it before; an ended lease there is given up (its folder re-owned) before
         the number is taken."""
         claim = self._claim_file(number)
@@ -304,7 +405,7 @@ class IdentityPool:
             other = Path(claim.read_text())
         except (OSError, ValueError):
             return True, False
-        if other == self.dir:
+        if _same_folder(other, self.dir):
             return True, False
         path = other / "leases" / f"{number}.json"
         record = _Record.read(path)
@@ -312,7 +413,7 @@ class IdentityPool:
             return True, True
         if record.expires + _MARGIN >= now:
             return False, True
-        _give_up(record, number)
+        record.give_up(other, number)
         with contextlib.suppress(OSError):
             path.unlink()
         return True, True
@@ -322,67 +423,3 @@ class IdentityPool:
         if claim is not None:
             with contextlib.suppress(OSError):
                 _write(claim, str(self.dir).encode(), durable=False)
-
-
-def _give_up(record: _Record, number: int) -> None:
-    """Before ``number`` goes to another key: nothing of ``record``'s folder stays its."""
-    folder = Path(record.folder)
-    try:
-        if record.kind == "store":
-            st = os.lstat(folder)
-            if st.st_gid == number or st.st_uid == number:
-                os.chown(folder, 0, 0, follow_symlinks=False)
-        else:
-            chown_tree(folder, 0, 0, owners=frozenset({number}))
-    except FileNotFoundError:
-        pass
-
-
-def _take(folder: Path, kind: str, number: int, *, fresh: bool) -> None:
-    """Give ``folder`` to ``number``: a store root its group (mode 0750), a scratch
-    itself (mode 0750, its group being who may read it) and, when the key is new to
-    the number, everything in it the worker or an earlier holder left."""
-    try:
-        if kind == "store":
-            ensure_folder(folder, 0, number)
-        else:
-            ensure_folder(folder, number, number)
-            if fresh:
-                chown_tree(folder, number, number, owners=None)
-    except FileNotFoundError:
-        pass  # made later: its first command sets its owner (ensure_folder)
-
-
-def ensure_folder(folder: Path, uid: int, gid: int, mode: int = 0o750) -> None:
-    """``folder`` (not a link) owned ``uid``:``gid`` with ``mode``; a missing one is
-    left missing. One ``lstat`` when all is as it should be."""
-    try:
-        st = os.lstat(folder)
-    except FileNotFoundError:
-        return
-    if (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (uid, gid, mode):
-        return
-    fd = os.open(folder, _DIR_FLAGS)
-    try:
-        os.fchown(fd, uid, gid)
-        os.fchmod(fd, mode)
-    finally:
-        os.close(fd)
-
-
-def _has_processes(uid: int) -> bool:
-    """Whether a process of this host (its pid namespace) has ``uid`` as its real,
-    effective, saved or filesystem uid."""
-    try:
-        pids = [e for e in os.listdir("/proc") if e.isdigit()]
-    except OSError:
-        return False
-    wanted = str(uid)
-    for pid in pids:
-        with contextlib.suppress(OSError, ValueError), open(f"/proc/{pid}/status", "rb") as status:
-            for line in status.read(4096).splitlines():
-                if line.startswith(b"Uid:"):
-                    if wanted in line.decode().split()[1:]:
-                        return True
-                    break
-    return False

@@ -21,7 +21,7 @@ from .._egress import ProxyLimits
 from .._egress._patterns import PatternError, normalise_name
 from .._privacy import KeyStore
 from .._sandbox import Limits
-from .._sandbox._leases import check_ids
+from .._sandbox._idrange import check_ids
 from .._scan import Scanner
 from .._topology import DEFAULT_HOST_TIMEOUT
 from ..dreaming._consolidator import Consolidator
@@ -102,8 +102,10 @@ class BashOptions:
     trace_commands: bool = False
     #: The host ids a root worker gives agents: each agent (workflow ID) runs as a uid
     #: and gid of its own from this range, leased while it runs commands; the first id
-    #: is the group all agents share. ``None``: 16,384 ids from ``0x70000000``. Workers
-    #: sharing a runs root share their leases; pick ids no account or container uses.
+    #: is the group all agents share, the lower half of the others go to agents, the
+    #: upper half to memory stores' groups. ``None``: 16,384 ids from ``0x70000000``.
+    #: Every worker of one data dir must use the same range (its memory root's and
+    #: runs roots' lease tables record it); pick ids no account or container uses.
     sandbox_ids: range | None = None
 
     def __post_init__(self) -> None:

@@ -1,0 +1,83 @@
+"""What a leased number owns on disk, and how it is given and taken back.
+
+A number owns one folder: an agent's scratch (as its uid and gid, whole) or a memory
+store's root (as its group only; the files stay root's). Before a number goes to
+another key its old folder stops being its, and no process of the number may be
+left, so a file an agent left is never readable by the next holder of its number.
+Everything here is done as root by descriptor or without following links, never
+through a link or onto a mount.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+from ._tree import chown_tree
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def give_up(folder: Path, kind: str, number: int) -> None:
+    """Before ``number`` goes to another key: nothing of ``folder`` (a ``store`` root
+    or a ``run`` scratch) stays its."""
+    try:
+        if kind == "store":
+            st = os.lstat(folder)
+            if st.st_gid == number or st.st_uid == number:
+                os.chown(folder, 0, 0, follow_symlinks=False)
+        else:
+            chown_tree(folder, 0, 0, owners=frozenset({number}))
+    except FileNotFoundError:
+        pass
+
+
+def take(folder: Path, kind: str, number: int, *, fresh: bool) -> None:
+    """Give ``folder`` to ``number``: a store root its group (mode 0750), a scratch
+    itself (mode 0750, its group being who may read it) and, when the key is new to
+    the number, everything in it the worker or an earlier holder left."""
+    try:
+        if kind == "store":
+            ensure_folder(folder, 0, number)
+        else:
+            ensure_folder(folder, number, number)
+            if fresh:
+                chown_tree(folder, number, number, owners=None)
+    except FileNotFoundError:
+        pass  # made later: its first command sets its owner (ensure_folder)
+
+
+def ensure_folder(folder: Path, uid: int, gid: int, mode: int = 0o750) -> None:
+    """``folder`` (not a link) owned ``uid``:``gid`` with ``mode``; a missing one is
+    left missing. One ``lstat`` when all is as it should be."""
+    try:
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        return
+    if (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (uid, gid, mode):
+        return
+    fd = os.open(folder, _DIR_FLAGS)
+    try:
+        os.fchown(fd, uid, gid)
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def has_processes(uid: int) -> bool:
+    """Whether a process of this host (its pid namespace) has ``uid`` as its real,
+    effective, saved or filesystem uid."""
+    try:
+        pids = [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return False
+    wanted = str(uid)
+    for pid in pids:
+        with contextlib.suppress(OSError, ValueError), open(f"/proc/{pid}/status", "rb") as status:
+            for line in status.read(4096).splitlines():
+                if line.startswith(b"Uid:"):
+                    if wanted in line.decode().split()[1:]:
+                        return True
+                    break
+    return False
