@@ -20,6 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import AgentInput, AgentResult, Role, WorkflowDefinition
 from lw_temporal._placement import TREE_HEADER
+from lw_temporal._vouch import CALLER_HEADER
 from lw_temporal.dreaming import DreamInput, show_dream, wait_for_review
 from lw_temporal.ids import DREAMING_WORKFLOW, ORCHESTRATOR_WORKFLOW
 from lw_temporal.testing import ScriptedModel, temporal_cli_path, tool
@@ -198,10 +199,14 @@ async def shown_payloads(
     ]
 
 
+_PLAIN_HEADERS = (TREE_HEADER, CALLER_HEADER)
+
+
 def payloads_in(value: object) -> list[dict[str, Any]]:
-    """Every payload (a dict with ``metadata.encoding``) in proto3 JSON, but the tree's
-    placement header: the id of the runs root a tree lives on, no text of a run, which
-    the README's privacy section names as plain."""
+    """Every payload (a dict with ``metadata.encoding``) in proto3 JSON, but lw's two
+    plain activity headers, which hold ids and no text of a run and which the README's
+    privacy section names: the tree's placement (its runs root's id) and the caller's
+    stamp (the calling run's chain and parent ids with their MAC)."""
     found: list[dict[str, Any]] = []
     stack = [value]
     while stack:
@@ -211,7 +216,7 @@ def payloads_in(value: object) -> list[dict[str, Any]]:
             if isinstance(metadata, dict) and "encoding" in metadata:
                 found.append(item)
             else:
-                stack.extend(v for k, v in item.items() if k != TREE_HEADER)
+                stack.extend(v for k, v in item.items() if k not in _PLAIN_HEADERS)
         elif isinstance(item, list):
             stack.extend(reversed(item))
     return found
