@@ -24,10 +24,9 @@ import statistics
 import tempfile
 import time
 import uuid
-from datetime import timedelta
 from pathlib import Path
 
-from temporalio import activity, workflow
+from _bare_tree import ACTIVITIES, COMMAND, WORKFLOWS, run_tree
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -41,55 +40,6 @@ from lw_temporal.testing import (
     plugin_client,
     tool,
 )
-
-COMMAND = "echo step done"
-
-
-@activity.defn(name="bench.subprocess")
-async def run_subprocess(command: str) -> int:
-    proc = await asyncio.create_subprocess_exec(
-        "bash", "-c", command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    await proc.communicate()
-    return proc.returncode or 0
-
-
-@workflow.defn(name="bench.Leaf")
-class Leaf:
-    @workflow.run
-    async def run(self, command: str) -> int:
-        result: int = await workflow.execute_activity(
-            "bench.subprocess", command, start_to_close_timeout=timedelta(minutes=5)
-        )
-        return result
-
-
-@workflow.defn(name="bench.Node")
-class Node:
-    @workflow.run
-    async def run(self, width: int) -> int:
-        base = workflow.info().workflow_id
-        codes = await asyncio.gather(
-            *(
-                workflow.execute_child_workflow("bench.Leaf", COMMAND, id=f"{base}/leaf_{i}")
-                for i in range(width)
-            )
-        )
-        return sum(codes)
-
-
-@workflow.defn(name="bench.Root")
-class Root:
-    @workflow.run
-    async def run(self, width: int) -> int:
-        base = workflow.info().workflow_id
-        codes = await asyncio.gather(
-            *(
-                workflow.execute_child_workflow("bench.Node", width, id=f"{base}/node_{i}")
-                for i in range(width)
-            )
-        )
-        return sum(codes)
 
 
 def _definitions(width: int) -> list[WorkflowDefinition]:
@@ -149,9 +99,7 @@ Sample = tuple[float, float]  # (wall seconds, cpu seconds)
 
 async def _bare(client: Client, task_queue: str, width: int) -> Sample:
     started, cpu = time.perf_counter(), _cpu()
-    await client.execute_workflow(
-        "bench.Root", width, id=f"bare_{uuid.uuid4().hex[:8]}", task_queue=task_queue
-    )
+    await run_tree(client, task_queue, width, width, f"bare_{uuid.uuid4().hex[:8]}")
     return time.perf_counter() - started, _cpu() - cpu
 
 
@@ -194,8 +142,8 @@ async def main(rounds: int, width: int, sandbox: str) -> None:
                 Worker(
                     bare_client,
                     task_queue="bare",
-                    workflows=[Root, Node, Leaf],
-                    activities=[run_subprocess],
+                    workflows=WORKFLOWS,
+                    activities=ACTIVITIES,
                 ),
                 Worker(clients["lw"], task_queue="lw"),
                 Worker(clients["lw-local-model"], task_queue="lw-local-model"),

@@ -28,60 +28,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from temporalio import activity, workflow
+from _bare_tree import COMMAND, run_tree
 from temporalio.client import Client
 
 SHAPES = {100: (10, 10), 400: (20, 20), 1000: (25, 40)}
-COMMAND = "echo step done"
 LW_QUEUE, BARE_QUEUE = "scale-lw", "scale-bare"
-
-
-@activity.defn(name="bench.scale.subprocess")
-async def run_subprocess(command: str) -> int:
-    proc = await asyncio.create_subprocess_exec(
-        "bash", "-c", command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    await proc.communicate()
-    return proc.returncode or 0
-
-
-@workflow.defn(name="bench.scale.Leaf")
-class Leaf:
-    @workflow.run
-    async def run(self, command: str) -> int:
-        result: int = await workflow.execute_activity(
-            "bench.scale.subprocess", command, start_to_close_timeout=timedelta(minutes=10)
-        )
-        return result
-
-
-@workflow.defn(name="bench.scale.Node")
-class Node:
-    @workflow.run
-    async def run(self, steps: int) -> int:
-        base = workflow.info().workflow_id
-        codes = await asyncio.gather(
-            *(
-                workflow.execute_child_workflow("bench.scale.Leaf", COMMAND, id=f"{base}/leaf_{i}")
-                for i in range(steps)
-            )
-        )
-        return sum(codes)
-
-
-@workflow.defn(name="bench.scale.Root")
-class Root:
-    @workflow.run
-    async def run(self, shape: tuple[int, int]) -> int:
-        base = workflow.info().workflow_id
-        planners, steps = shape
-        codes = await asyncio.gather(
-            *(
-                workflow.execute_child_workflow("bench.scale.Node", steps, id=f"{base}/node_{i}")
-                for i in range(planners)
-            )
-        )
-        return sum(codes)
 
 
 def _shape(request: Any) -> tuple[int, int]:
@@ -149,7 +100,7 @@ def _worker(target: str, data_dir: str, ready: Any, stop: Any) -> None:
     # The bare workflows by an importable module name (the workflow sandbox re-imports
     # them; a spawned child's ``__mp_main__`` is not importable)
     sys.path.insert(0, str(Path(__file__).parent))
-    bench = importlib.import_module("scale")
+    bare = importlib.import_module("_bare_tree")
 
     async def main() -> None:
         base = await Client.connect(target)
@@ -159,8 +110,8 @@ def _worker(target: str, data_dir: str, ready: Any, stop: Any) -> None:
             Worker(
                 client,
                 task_queue=BARE_QUEUE,
-                workflows=[bench.Root, bench.Node, bench.Leaf],
-                activities=[bench.run_subprocess],
+                workflows=bare.WORKFLOWS,
+                activities=bare.ACTIVITIES,
             ),
         ):
             ready.set()
@@ -231,9 +182,7 @@ async def _tree(client: Client, kind: str, shape: tuple[int, int]) -> tuple[floa
         assert result.summary == "all done", result
     else:
         wid = f"bare_{uuid.uuid4().hex[:8]}"
-        code = await client.execute_workflow(
-            "bench.scale.Root", shape, id=wid, task_queue=BARE_QUEUE
-        )
+        code = await run_tree(client, BARE_QUEUE, *shape, wid)
         assert code == 0
     return time.perf_counter() - started, wid
 
