@@ -20,19 +20,15 @@ import asyncio
 import os
 import statistics
 import tempfile
-import time
-import uuid
 from pathlib import Path
 
+from _sample_pipeline import run_pipeline, sample_plugin
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin
-from lw_temporal._cli._demo_run import _seed_org_memory
-from lw_temporal.ids import DataLayout
+from lw_temporal import LittleWorkflowPlugin
 from lw_temporal.options import ModelCallOptions
 from lw_temporal.testing import dev_environment
-from workflows.pipeline import DEFINITIONS, sample_model
 
 #: (name, caller checks on, model as a local activity)
 SETUPS = (
@@ -41,18 +37,6 @@ SETUPS = (
     ("regular-on", True, False),
     ("regular-off", False, False),
 )
-
-
-async def _pipeline(client: Client, task_queue: str) -> float:
-    started = time.perf_counter()
-    await client.execute_workflow(
-        "lw.Orchestrator",
-        AgentInput(task="Review and score candidate Dana Reyes for job ABC-123."),
-        id=f"pipeline_{uuid.uuid4().hex[:10]}",
-        task_queue=task_queue,
-        result_type=AgentResult,
-    )
-    return time.perf_counter() - started
 
 
 async def main(rounds: int) -> None:
@@ -65,13 +49,8 @@ async def main(rounds: int) -> None:
             clients: dict[str, Client] = {}
             plugins: dict[str, LittleWorkflowPlugin] = {}
             for name, checked, local in SETUPS:
-                data_dir = Path(tmp) / name
-                _seed_org_memory(DataLayout.at(data_dir))
-                plugin = LittleWorkflowPlugin(
-                    data_dir,
-                    DEFINITIONS,
-                    model=sample_model(),
-                    model_calls=ModelCallOptions(local_activity=local),
+                plugin = sample_plugin(
+                    Path(tmp) / name, model_calls=ModelCallOptions(local_activity=local)
                 )
                 plugin.config.callers.enabled = checked
                 plugins[name] = plugin
@@ -83,11 +62,11 @@ async def main(rounds: int) -> None:
                 for name in times:  # warm up every setup, counting one pipeline's describes
                     callers = plugins[name].config.callers
                     before = callers.describes
-                    await _pipeline(clients[name], name)
+                    await run_pipeline(clients[name], name)
                     describes[name] = callers.describes - before
                 for _ in range(rounds):
                     for name in times:
-                        times[name].append(await _pipeline(clients[name], name))
+                        times[name].append(await run_pipeline(clients[name], name))
             finally:
                 for worker in reversed(workers):
                     await worker.__aexit__(None, None, None)

@@ -19,31 +19,14 @@ import asyncio
 import os
 import statistics
 import tempfile
-import time
-import uuid
 from pathlib import Path
 
+from _sample_pipeline import run_pipeline, sample_plugin
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin
-from lw_temporal._cli._demo_run import _seed_org_memory
-from lw_temporal.ids import DataLayout
 from lw_temporal.options import PrivacyOptions
 from lw_temporal.testing import dev_environment
-from workflows.pipeline import DEFINITIONS, sample_model
-
-
-async def _pipeline(client: Client, task_queue: str) -> float:
-    started = time.perf_counter()
-    await client.execute_workflow(
-        "lw.Orchestrator",
-        AgentInput(task="Review and score candidate Dana Reyes for job ABC-123."),
-        id=f"pipeline_{uuid.uuid4().hex[:10]}",
-        task_queue=task_queue,
-        result_type=AgentResult,
-    )
-    return time.perf_counter() - started
 
 
 async def main(rounds: int) -> None:
@@ -54,25 +37,18 @@ async def main(rounds: int) -> None:
             os.chmod(tmp, 0o711)  # the sandbox user must pass through to the data dirs
             clients: dict[str, Client] = {}
             for name, encrypt in (("sealed", True), ("plain", False)):
-                data_dir = Path(tmp) / name
-                _seed_org_memory(DataLayout.at(data_dir))
-                plugin = LittleWorkflowPlugin(
-                    data_dir,
-                    DEFINITIONS,
-                    model=sample_model(),
-                    privacy=PrivacyOptions(encrypt=encrypt),
-                )
+                plugin = sample_plugin(Path(tmp) / name, privacy=PrivacyOptions(encrypt=encrypt))
                 clients[name] = await Client.connect(target, plugins=[plugin])
             async with (
                 Worker(clients["sealed"], task_queue="sealed"),
                 Worker(clients["plain"], task_queue="plain"),
             ):
                 for name in times:  # warm up both
-                    await _pipeline(clients[name], name)
+                    await run_pipeline(clients[name], name)
                 for index in range(rounds):
                     order = list(times) if index % 2 == 0 else list(reversed(times))
                     for name in order:
-                        times[name].append(await _pipeline(clients[name], name))
+                        times[name].append(await run_pipeline(clients[name], name))
             keys = len(list((Path(tmp) / "sealed" / ".lw" / "keys").glob("*.key")))
     sealed, plain = (statistics.median(times[n]) for n in ("sealed", "plain"))
     print(f"sample pipeline, {rounds} rounds ({keys} tree keys made), load {os.getloadavg()}")

@@ -19,23 +19,19 @@ import asyncio
 import os
 import statistics
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 import opentelemetry.trace
+from _sample_pipeline import run_pipeline, sample_plugin
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from temporalio.client import Client
 from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
 from temporalio.worker import Worker
 
-from lw_temporal import AgentInput, AgentResult, LittleWorkflowPlugin
-from lw_temporal._cli._demo_run import _seed_org_memory
 from lw_temporal._live import fetch_tree
 from lw_temporal._telemetry._export import collector_listening, describe_export, otlp_endpoint
-from lw_temporal.ids import DataLayout
 from lw_temporal.testing import dev_environment
-from workflows.pipeline import DEFINITIONS, sample_model
 
 
 class _Count(SpanProcessor):
@@ -50,16 +46,8 @@ class _Count(SpanProcessor):
 
 async def _pipeline(client: Client, task_queue: str) -> tuple[float, int]:
     """Wall time of one pipeline, and how many tool calls failed in its tree."""
-    started = time.perf_counter()
     workflow_id = f"pipeline_{uuid.uuid4().hex[:10]}"
-    await client.execute_workflow(
-        "lw.Orchestrator",
-        AgentInput(task="Review and score candidate Dana Reyes for job ABC-123."),
-        id=workflow_id,
-        task_queue=task_queue,
-        result_type=AgentResult,
-    )
-    elapsed = time.perf_counter() - started
+    elapsed = await run_pipeline(client, task_queue, workflow_id)
     tree = await fetch_tree(client, workflow_id) or []
     return elapsed, sum(n.progress.failed_tools for n in tree if n.progress)
 
@@ -80,11 +68,7 @@ async def main(rounds: int) -> None:
                 ("plain", False, None),
             )
             for name, tracing, runtime in setups:
-                data_dir = Path(tmp) / name
-                _seed_org_memory(DataLayout.at(data_dir))
-                plugin = LittleWorkflowPlugin(
-                    data_dir, DEFINITIONS, model=sample_model(), tracing=tracing
-                )
+                plugin = sample_plugin(Path(tmp) / name, tracing=tracing)
                 clients[name] = await Client.connect(target, plugins=[plugin], runtime=runtime)
             provider = opentelemetry.trace.get_tracer_provider()
             assert isinstance(provider, TracerProvider), "tracing=True set no SDK provider"
