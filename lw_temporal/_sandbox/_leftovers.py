@@ -57,8 +57,19 @@ class WorkerClaim:
         self.owner = f"{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         owners = local_state / "sandbox" / "owners"
         owners.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._fd = os.open(owners / f"{self.owner}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
-        lock_exclusive(self._fd, blocking=False)
+        # Locked before it is named: a peer's sweep that found the lock file between its
+        # creation and its lock would take the lock, sweep this live worker and unlink
+        # its file (workers starting together on one data dir did).
+        fresh = owners / f".{self.owner}.new"
+        self._fd = os.open(fresh, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            lock_exclusive(self._fd, blocking=False)
+            os.rename(fresh, owners / f"{self.owner}.lock")
+        except BaseException:
+            os.close(self._fd)
+            with contextlib.suppress(OSError):
+                os.unlink(fresh)
+            raise
 
     def name(self) -> str:
         """A fresh folder name of this owner."""
