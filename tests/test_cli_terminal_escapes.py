@@ -76,7 +76,8 @@ async def test_hostile_text_is_escaped_in_every_view(
     assert code == 0, (out, err)
     dream = re.search(r"^started (dream_hostile@\S+)$", out, re.M)
     assert dream, out
-    code, out, err = await lw(dev_env, "dream", "show", dream[1])
+    # --data-dir: other tests' workers may have registered key stores for this server.
+    code, out, err = await lw(dev_env, "dream", "show", dream[1], "--data-dir", str(hostile_worker))
     assert code == 0, (out, err)
     _assert_inert(out + err)
     assert f"+{ESCAPED}" in out and "+++ b/hostile/lessons.md" in out

@@ -26,7 +26,12 @@ from temporalio.client import (
 from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
-from .._ids import SEARCH_ATTRIBUTE_DEFINITION
+from .._ids import (
+    PLANNER_WORKFLOW,
+    SEARCH_ATTRIBUTE_DEFINITION,
+    InvalidWorkflowId,
+    parse_workflow_id,
+)
 from ._common import (
     USAGE,
     CliError,
@@ -171,7 +176,10 @@ _INDEX_SETTLE = (0.0, 0.5, 1.0, 2.0)
 
 
 async def _indexed_definitions(client: Client) -> set[str] | None:
-    """Definitions of the runs the server has indexed; None where it cannot tell."""
+    """Definitions of the runs the server lists: those indexed with ``LwDefinition``,
+    and those whose planner's workflow ID names them (workers started without
+    ``--search-attributes`` index nothing, yet their planners' IDs carry the
+    definition); None where the server cannot tell."""
     key = SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_DEFINITION)
     found: set[str] = set()
     try:
@@ -181,15 +189,25 @@ async def _indexed_definitions(client: Client) -> set[str] | None:
             value = execution.typed_search_attributes.get(key)
             if value:
                 found.add(value)
-    except RPCError:  # the server has no LwDefinition: it cannot tell
-        return None
+    except RPCError:  # the server has no LwDefinition: the IDs below still tell
+        pass
+    try:
+        async for execution in client.list_workflows(
+            f"WorkflowType = '{PLANNER_WORKFLOW}'", limit=1000
+        ):
+            with contextlib.suppress(InvalidWorkflowId):
+                definition = parse_workflow_id(execution.id).definition_id
+                if definition:
+                    found.add(definition)
+    except RPCError:
+        return found or None
     return found
 
 
 async def _known_definition(client: Client, args: argparse.Namespace) -> None:
     """Refuse a definition that cannot be the workers' (a misspelt one would fail every
-    period): checked against ``--definitions``, else against the definitions of runs the
-    server has indexed (``LwDefinition``); where neither can tell, it is accepted."""
+    period): checked against ``--definitions``, else against the definitions of the runs
+    the server lists; where neither can tell, it is accepted."""
     if args.definitions is not None:
         known = sorted(d.id for d in load_object(args.definitions))
         where = f"in {args.definitions}"
