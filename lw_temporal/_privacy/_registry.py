@@ -298,7 +298,9 @@ class DiscoveredKeyStore(KeyStore):
         return [str(c.store.folder) for c in self.candidates]
 
     async def get(self, key_id: str) -> bytes | None:
-        for candidate in self.candidates:
+        home = self._serving()  # first: another deployment may hold a same-named tree
+        ordered = sorted(self.candidates, key=lambda c: c.store is not home)
+        for candidate in ordered:
             try:
                 key = candidate.store.read(key_id)
             except OSError:
@@ -314,12 +316,33 @@ class DiscoveredKeyStore(KeyStore):
         return False
 
     async def create(self, key_id: str) -> bytes:
+        home = self._serving()
+        if home is not None:
+            # The workers of this task queue must read the tree's key: a key of the same
+            # tree id in another deployment's store (a scheduled dream's
+            # ``dream_<target>@scheduled`` of a same-named definition) is not theirs.
+            key = home.read(key_id)
+            if key is not None:
+                return key
+            if await home.shredded(key_id):
+                raise KeyShredded(key_id)
+            return home.make(key_id)
         key = await self.get(key_id)
         if key is not None:
             return key
         if await self.shredded(key_id):
             raise KeyShredded(key_id)
         return self._home().make(key_id)
+
+    def _serving(self) -> FileKeyStore | None:
+        """The one store of the workers registered for this task queue (a running
+        worker's, when several are), if there is exactly one."""
+        serving = [c for c in self.candidates if self.task_queue in c.task_queues]
+        live = [c for c in serving if c.live]
+        for group in (live, serving):
+            if group:
+                return group[0].store if len(group) == 1 else None
+        return None
 
     def _home(self) -> FileKeyStore:
         """The store a new tree's key goes to: the one store registered for this task
