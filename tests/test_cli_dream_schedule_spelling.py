@@ -11,6 +11,7 @@ only what the server lists."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
@@ -31,14 +32,21 @@ async def _listed(env: WorkflowEnvironment, workflow_id: str) -> None:
 
 
 async def test_a_misspelt_definition_is_refused_and_the_right_one_taken(
-    dev_env: WorkflowEnvironment,
+    dev_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
+    # The schedule's input is sealed: with no worker here, a data dir of its own holds
+    # the key (the session's other workers' stores are registered for this server too).
+    data = tmp_path / "data"
+    (data / ".lw").mkdir(parents=True)
     handle = await dev_env.client.start_workflow(
         PLANNER_WORKFLOW, id="run_spellcheck@sp1", task_queue="nobody-polls-spelling"
     )
     try:
         await _listed(dev_env, handle.id)
-        options = ("--every", "1h", "--schedule-id", SCHEDULE, "--task-queue", "spelling")
+        options = (
+            "--every", "1h", "--schedule-id", SCHEDULE, "--task-queue", "spelling",
+            "--data-dir", str(data),
+        )  # fmt: skip
         code, out, err = await lw(dev_env, "dream", "schedule", "spellchek", *options)
         assert code == 2, (out, err)
         assert "no definition 'spellchek'" in err and "did you mean spellcheck?" in err, err
