@@ -115,7 +115,9 @@ class StoreWriter:
                     if self.fingerprint is None
                     else Spool(self._state(store), self.fingerprint)
                 )
-                committer = self._committers[store] = GroupCommitter(spool, str(store))
+                committer = self._committers[store] = GroupCommitter(
+                    spool, str(store), self._state(store) / "lock"
+                )
             return committer
 
     def mutate(
@@ -145,10 +147,15 @@ class StoreWriter:
     def _lead(self, files: StoreFiles, committer: GroupCommitter) -> None:
         """One step of leading: commit everything if the store's lock is free, else
         spool and collect outcomes."""
-        fd = try_lock(files.state)
+        fd = None if committer.waiter.busy else try_lock(files.state)
         if fd is None:
-            committer.wait_step()
-            return
+            fd = committer.wait_step()
+            if fd is None:
+                return
+            committer.collect(now=time.monotonic())  # what the last holder did for us
+            if committer.idle():
+                os.close(fd)
+                return
         try:
             recover(files)
             self._commit_queued(files, committer)
