@@ -6,11 +6,13 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from temporalio.exceptions import ApplicationError
 
+from lw_temporal._locks import lock_exclusive
 from lw_temporal.ids import DataLayout
 from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
 from lw_temporal.memory._stores import Cancelled
@@ -61,3 +63,63 @@ def test_wait_past_the_limit_is_retryable(data_dir: Path) -> None:
     assert err.value.type == "LwMemoryBusy" and not err.value.non_retryable
     stores.append(STORE, "a.md", b"x", provenance=Provenance.admin("t"))
     assert stores.read(STORE, "a.md").content == "x"
+
+
+def _lock_free_soon(stores: MemoryStores) -> bool:
+    """Whether another open file can take the store's lock within a few seconds."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        fd = os.open(stores.state_dir(STORE) / "lock", os.O_RDWR)
+        try:
+            lock_exclusive(fd, blocking=False)
+            return True
+        except BlockingIOError:
+            time.sleep(0.01)
+        finally:
+            os.close(fd)
+    return False
+
+
+def test_a_given_up_wait_leaves_the_lock_free(data_dir: Path) -> None:
+    """The wait for the lock runs in the kernel and cannot be interrupted: when the
+    writer gives up (here, cancelled) and the holder then releases, the lock the wait
+    takes for nobody is released at once, not kept from every other process."""
+    stores = MemoryStores(DataLayout.at(data_dir))
+    fd = _hold_lock(stores)
+    cancel = threading.Event()
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            stores.write(STORE, "a.md", b"late", provenance=Provenance.admin("t"), cancel=cancel)
+        except BaseException as err:
+            errors.append(err)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    time.sleep(0.3)
+    cancel.set()
+    thread.join(timeout=30)
+    assert len(errors) == 1 and isinstance(errors[0], Cancelled)
+    os.close(fd)  # the other holder lets go: the writer's kernel wait now takes the lock
+    assert _lock_free_soon(stores), "a lock taken for a writer that gave up was kept"
+    stores.write(STORE, "b.md", b"next", provenance=Provenance.admin("t"))
+    assert stores.read(STORE, "b.md").content == "next" and not stores.read(STORE, "a.md").exists
+
+
+def test_a_waiting_writer_commits_once_the_holder_lets_go(data_dir: Path) -> None:
+    stores = MemoryStores(DataLayout.at(data_dir))
+    fd = _hold_lock(stores)
+    done = threading.Event()
+
+    def writer() -> None:
+        stores.append(STORE, "a.md", b"x\n", provenance=Provenance.admin("t"))
+        done.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    assert not done.wait(0.3), "the writer must wait while the lock is held"
+    os.close(fd)
+    thread.join(timeout=30)
+    assert done.is_set() and stores.read(STORE, "a.md").content == "x\n"
+    assert _lock_free_soon(stores)
