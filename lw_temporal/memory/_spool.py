@@ -8,18 +8,27 @@ batch, under the same flush, and writes its outcome back; the requester, polling
 the outcome or the lock, takes it up (or, once it holds the lock itself, commits what
 is left). Files in ``<state>/spool/``:
 
-- ``<id>.out``: made empty by the requester before its request, later filled with the
-  outcome in one write by the committer. The requester only ever opens a name it made
-  itself, so a network file system's cache of names it looked up (an absent name is
-  remembered for a while) cannot hide the outcome from it;
+- ``<id>.out``: made by the requester before its request, later given the outcome in
+  one write by the committer. The requester only ever opens a name it made itself, so
+  a network file system's cache of names it looked up (an absent name is remembered
+  for a while) cannot hide the outcome from it;
 - ``<id>.<fp>.req``: the request (a :class:`._fileops.FileOp`, its provenance and its
-  quota), written under a temporary name and renamed, so it is whole or absent.
+  quota), written whole before the name is made, so it is whole or absent.
   ``<fp>`` fingerprints the requester's scanner: a committer takes only requests of its
   own fingerprint, so each mutation passes the scan its own process would run;
 - ``<id>.<fp>.taken``: a request a committer claimed (renamed under the lock). Claims
   are answered before the lock is released, so one found by the next holder belongs
   to a committer that died first: it is committed again, and the idempotency ledger
-  (every spooled mutation carries a key) makes that return what the first commit did.
+  (every spooled mutation carries a key) makes that return what the first commit did;
+- ``.<process>-<n>.spare``: a requester's files, reused from one request to the next.
+  Making and removing a file costs more than all the rest of a request (0.17 to
+  0.7 ms for a request's two files on ext4, against 0.03 ms to reuse them), so they are
+  two spares given the request's names (a hard link for the request, a rename for the
+  outcome file) and given back once its outcome is read. A reused file still holds
+  its last contents, so every request and outcome is framed with its id, length and
+  checksum: a reader takes only a whole frame of the id it asked for (an outcome not
+  yet written, or a claim a dead committer left of a file since reused, reads as
+  absent). Spares of a process gone for :data:`STALE_SECONDS` are removed.
 
 A requester withdraws (cancelled, or out of patience) by unlinking its ``.req``; if a
 committer renamed it first, the requester waits for the outcome as for a commit
@@ -32,8 +41,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 import uuid
+import zlib
 from contextlib import suppress
 from dataclasses import dataclass
 from itertools import count
@@ -54,7 +65,8 @@ GATHER_SECONDS = 0.001
 #: Outcomes nobody took up (their requester died) are removed after this long.
 STALE_SECONDS = 3600.0
 
-_REQ, _TAKEN, _OUT = ".req", ".taken", ".out"
+_REQ, _TAKEN, _OUT, _SPARE = ".req", ".taken", ".out", ".spare"
+_MAGIC = b"lw-spool-1"
 _serial = count()
 #: This process's tag in its request ids.
 PROCESS = uuid.uuid4().hex[:8]
@@ -97,6 +109,11 @@ class Spool:
     def __init__(self, state: Path, fp: str) -> None:
         self.dir = state / "spool"
         self.fp = fp
+        self._mutex = threading.Lock()
+        self._free: list[str] = []
+        #: This process's requests in flight: their (request, outcome) spares.
+        self._held: dict[str, tuple[str, str]] = {}
+        self._spares = count()
 
     # -- the requester ------------------------------------------------------------------
     def submit(self, op: FileOp, provenance: Provenance, quota: MemoryQuota) -> str:
@@ -107,26 +124,62 @@ class Spool:
             "provenance": {k: v for k, v in provenance if v is not None},
             "quota": dict(quota),
         }
-        data = json.dumps(body, separators=(",", ":")).encode()
+        frame = _frame(rid, json.dumps(body, separators=(",", ":")).encode())
+        request, out = self._spare(), self._spare()
         try:
-            self._make(rid)
-        except FileNotFoundError:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            self._make(rid)
-        tmp = self.dir / f".{rid}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
-        os.rename(tmp, self.dir / f"{rid}.{self.fp}{_REQ}")
+            fd = os.open(self.dir / request, os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.pwrite(fd, frame, 0)
+            finally:
+                os.close(fd)
+            os.rename(self.dir / out, self.dir / f"{rid}{_OUT}")
+            try:
+                os.link(self.dir / request, self.dir / f"{rid}.{self.fp}{_REQ}")
+            except BaseException:
+                os.rename(self.dir / f"{rid}{_OUT}", self.dir / out)
+                raise
+        except BaseException:
+            self._give_back(request, out)
+            raise
+        with self._mutex:
+            self._held[rid] = (request, out)
         return rid
 
-    def _make(self, rid: str) -> None:
-        fd = os.open(
-            self.dir / f"{rid}{_OUT}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600
-        )
+    def _spare(self) -> str:
+        """A file of this process's to hold a request or an outcome (made if none is free)."""
+        with self._mutex:
+            while self._free:
+                name = self._free.pop()
+                if os.path.exists(self.dir / name):  # removed by a sweep meanwhile
+                    return name
+            name = f".{PROCESS}-{next(self._spares)}{_SPARE}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
+        try:
+            fd = os.open(self.dir / name, flags, 0o600)
+        except FileNotFoundError:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.dir / name, flags, 0o600)
         os.close(fd)
+        return name
+
+    def _give_back(self, *names: str) -> None:
+        with self._mutex:
+            self._free.extend(names)
+
+    def _retire(self, rid: str) -> None:
+        """A request is over (answered, or withdrawn before any committer took it): its
+        outcome file becomes a spare again, and both spares are free."""
+        with self._mutex:
+            held = self._held.pop(rid, None)
+        if held is None:
+            return
+        request, out = held
+        try:
+            os.rename(self.dir / f"{rid}{_OUT}", self.dir / out)
+        except FileNotFoundError:
+            self._give_back(request)
+            return
+        self._give_back(request, out)
 
     def withdraw(self, rid: str) -> bool:
         """Take a request back unless a committer has it (then wait for its outcome)."""
@@ -134,12 +187,12 @@ class Spool:
             os.unlink(self.dir / f"{rid}.{self.fp}{_REQ}")
         except FileNotFoundError:
             return False
-        with suppress(FileNotFoundError):
-            os.unlink(self.dir / f"{rid}{_OUT}")
+        self._retire(rid)
         return True
 
     def outcome(self, rid: str) -> dict[str, Any] | None:
-        """The request's outcome once written (then its file is removed), else None."""
+        """The request's outcome once written (then its files are this process's
+        spares again), else None."""
         path = self.dir / f"{rid}{_OUT}"
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -150,13 +203,14 @@ class Spool:
             data = os.pread(fd, size, 0) if size else b""
         finally:
             os.close(fd)
-        if not data:
-            return None
+        body = _unframe(data, rid)
+        if body is None:
+            return None  # not written yet (or still being written)
         try:
-            raw = json.loads(data)
+            raw = json.loads(body)
         except ValueError:
-            return None  # still being written
-        os.unlink(path)
+            return None
+        self._retire(rid)
         return raw if isinstance(raw, dict) else None
 
     # -- the committer (under the store's lock) ---------------------------------------------
@@ -197,18 +251,29 @@ class Spool:
             elif name.endswith(suffix_taken):
                 rid = name[: -len(suffix_taken)]
             else:
-                if name.endswith(_OUT) and rid_is_stale(self.dir / name):
+                if name.endswith((_OUT, _SPARE)) and rid_is_stale(self.dir / name):
                     with suppress(FileNotFoundError):
                         os.unlink(self.dir / name)
                 continue
             try:
-                taken.append(self._read(rid))
+                request = self._read(rid)
             except (OSError, ValueError, KeyError, TypeError) as err:
                 broken.append((rid, err))
+                continue
+            if request is None:  # a dead committer's claim of a file its requester reused
+                self.drop(rid)
+            else:
+                taken.append(request)
         return taken, broken
 
-    def _read(self, rid: str) -> Request:
-        raw = json.loads((self.dir / f"{rid}.{self.fp}{_TAKEN}").read_bytes())
+    def _read(self, rid: str) -> Request | None:
+        data = (self.dir / f"{rid}.{self.fp}{_TAKEN}").read_bytes()
+        if not data.startswith(_MAGIC + b" " + rid.encode() + b" "):
+            return None
+        body = _unframe(data, rid)
+        if body is None:
+            raise ValueError("the request is not whole")
+        raw = json.loads(body)
         return Request(
             rid,
             FileOp.from_json(raw["op"]),
@@ -219,25 +284,45 @@ class Spool:
     def answer(self, rid: str, outcome: dict[str, Any]) -> None:
         """Write a claimed request's outcome into the file its requester made, and
         retire the claim (a requester that went away left no file: nothing to write)."""
-        data = json.dumps(outcome, separators=(",", ":")).encode()
+        frame = _frame(rid, json.dumps(outcome, separators=(",", ":")).encode())
         try:
             fd = os.open(self.dir / f"{rid}{_OUT}", os.O_WRONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             pass
         else:
             try:
-                os.write(fd, data)
+                os.pwrite(fd, frame, 0)
             finally:
                 os.close(fd)
         self.drop(rid)
 
     def drop(self, rid: str, *, outcome: bool = False) -> None:
-        """Retire a claim (and, for a request answered in this process, its outcome)."""
+        """Retire a claim (and, for a request answered in this process, its outcome:
+        its files are this process's spares again)."""
         with suppress(FileNotFoundError):
             os.unlink(self.dir / f"{rid}.{self.fp}{_TAKEN}")
         if outcome:
-            with suppress(FileNotFoundError):
-                os.unlink(self.dir / f"{rid}{_OUT}")
+            self._retire(rid)
+
+
+def _frame(rid: str, body: bytes) -> bytes:
+    return b"%s %s %d %08x\n" % (_MAGIC, rid.encode(), len(body), zlib.crc32(body)) + body
+
+
+def _unframe(data: bytes, rid: str) -> bytes | None:
+    """The body framed for ``rid`` at the start of ``data``, or None unless it is
+    there whole: a reused file holds its last contents until a new frame is written
+    over them, and a reader may see a write half done."""
+    head, sep, rest = data.partition(b"\n")
+    parts = head.split(b" ")
+    if not sep or len(parts) != 4 or parts[0] != _MAGIC or parts[1] != rid.encode():
+        return None
+    try:
+        length, crc = int(parts[2]), int(parts[3], 16)
+    except ValueError:
+        return None
+    body = rest[:length]
+    return body if len(body) == length and zlib.crc32(body) == crc else None
 
 
 def rid_is_stale(path: Path) -> bool:
