@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.common.v1 import Payload
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import ActivitySerializationContext, WorkflowSerializationContext
 
 from lw_temporal._privacy import (
@@ -18,7 +19,9 @@ from lw_temporal._privacy import (
     KeyRing,
     KeyShredded,
     PayloadSealed,
+    SealingConverter,
     tree_of,
+    with_codec,
 )
 from lw_temporal.options import FileKeyStore
 
@@ -87,6 +90,40 @@ async def test_sealed_per_tree_and_decoded_by_the_key_the_metadata_names(tmp_pat
     tampered = Payload(metadata=a.metadata, data=a.data[:-1] + bytes([a.data[-1] ^ 1]))
     with pytest.raises(PayloadSealed):
         await reader.decode([tampered])
+
+
+async def test_the_converter_binds_once_per_workflow_and_seals_with_its_tree(
+    tmp_path: Path,
+) -> None:
+    codec = EncryptionCodec(KeyRing(FileKeyStore(tmp_path)))
+    converter = with_codec(pydantic_data_converter, codec)
+    assert isinstance(converter, SealingConverter)
+    step = "pipeline_a/sub-runs/run_x@1/steps/step_1"
+    as_workflow = converter.with_context(
+        WorkflowSerializationContext(namespace="default", workflow_id=step)
+    )
+    as_activity = converter.with_context(
+        ActivitySerializationContext(
+            namespace="default", activity_id="1", activity_type="lw.bash",
+            activity_task_queue="q", workflow_id=step, workflow_type="lw.Worker",
+            is_local=False,
+        )
+    )  # fmt: skip
+    other = converter.with_context(
+        WorkflowSerializationContext(namespace="default", workflow_id="pipeline_b")
+    )
+    assert as_workflow is as_activity, "one bound converter per workflow ID, kept"
+    assert (
+        other is not as_workflow
+        and converter.with_context(
+            WorkflowSerializationContext(namespace="default", workflow_id="pipeline_b")
+        )
+        is other
+    )
+    [a] = await as_activity.encode(["alpha secret"])
+    [b] = await other.encode(["beta secret"])
+    assert a.metadata[KEY_ID_FIELD] == b"pipeline_a" and b.metadata[KEY_ID_FIELD] == b"pipeline_b"
+    assert await converter.decode([a, b], [str, str]) == ["alpha secret", "beta secret"]
 
 
 async def test_a_shredded_key_stops_working_and_cannot_come_back(tmp_path: Path) -> None:

@@ -24,7 +24,15 @@ from . import (  # noqa: F401  (register their erasers: memory's runs before the
     _forget_quarantine,
     _forget_search,
 )
-from ._codec import ENCODING, KEY_ID_FIELD, EncryptionCodec, KeyRing, PayloadSealed, sealed_by
+from ._codec import (
+    ENCODING,
+    KEY_ID_FIELD,
+    EncryptionCodec,
+    KeyRing,
+    PayloadSealed,
+    SealingConverter,
+    sealed_by,
+)
 from ._keys import SHARED_KEY_ID, FileKeyStore, KeyShredded, KeyStore, tree_of
 
 
@@ -42,6 +50,11 @@ def with_codec(converter: DataConverter, codec: PayloadCodec | None) -> DataConv
     """``converter`` sealing its payloads with ``codec`` (as it is without one)."""
     if codec is None:
         return converter
+    fields = {f.name: getattr(converter, f.name) for f in dataclasses.fields(converter) if f.init}
+    fields["payload_codec"] = codec
+    if isinstance(codec, EncryptionCodec) and type(converter) is DataConverter:
+        # Bound once per workflow ID, not cloned per payload (SealingConverter).
+        return SealingConverter(**fields)
     return dataclasses.replace(converter, payload_codec=codec)
 
 
@@ -55,6 +68,7 @@ __all__ = [
     "KeyShredded",
     "KeyStore",
     "PayloadSealed",
+    "SealingConverter",
     "default_key_store",
     "key_folder",
     "sealed_by",

@@ -24,10 +24,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Self, cast
 
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import (
+    DataConverter,
     PayloadCodec,
     SerializationContext,
     WithSerializationContext,
@@ -189,3 +190,50 @@ def sealed_by(payload: Payload) -> str | None:
         return None
     raw = payload.metadata.get(KEY_ID_FIELD)
     return raw.decode("utf-8", "replace") if raw else None
+
+
+#: Run trees whose bound converter one converter keeps (then it starts over).
+MAX_BOUND_CONVERTERS = 1024
+
+
+@dataclass(frozen=True)
+class SealingConverter(DataConverter):
+    """A data converter whose codec is an :class:`EncryptionCodec`, bound to a
+    workflow's tree once per workflow ID and kept.
+
+    The SDK binds the converter to a context for every payload of a command whose
+    context is not the workflow's own (an activity's input, a child's input and memo)
+    and for every activity task: ``DataConverter.with_context`` clones the converter
+    each time, and a clone builds a new payload and failure converter only to replace
+    them. Only the codec reads the context here (its workflow ID), so one bound copy
+    per workflow ID serves every such payload; with a payload or failure converter of
+    its own that reads the context, the SDK's binding runs every time as before.
+    """
+
+    _bound: dict[str | None, DataConverter] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def with_context(self, context: SerializationContext) -> Self:
+        codec = self.payload_codec
+        if (
+            not isinstance(codec, EncryptionCodec)
+            or self.external_storage is not None
+            or _reads_context(self.payload_converter, context)
+            or _reads_context(self.failure_converter, context)
+        ):
+            return super().with_context(context)
+        workflow_id = getattr(context, "workflow_id", None)
+        key = workflow_id if isinstance(workflow_id, str) else None
+        bound = self._bound.get(key)
+        if bound is None:
+            bound = super().with_context(context)
+            if len(self._bound) >= MAX_BOUND_CONVERTERS:
+                self._bound.clear()
+            self._bound[key] = bound
+        return cast(Self, bound)
+
+
+def _reads_context(part: object, context: SerializationContext) -> bool:
+    """Whether a converter part changes with the context (the SDK's own do not)."""
+    return isinstance(part, WithSerializationContext) and part.with_context(context) is not part

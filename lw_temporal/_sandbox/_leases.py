@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import threading
@@ -340,8 +341,12 @@ class LeaseTable:
         seed = f"{self._salt}\0{key}".encode()
         start = int.from_bytes(hashlib.sha256(seed).digest()[:8], "big") % max(count, 1)
         own = self._number_of(key)
-        candidates = [own] if own is not None else []
-        candidates += [self.numbers[(start + i) % count] for i in range(count)]
+        # Lazily: the first free number is usually the first one tried, and the range
+        # holds thousands (a list of them all cost each new agent about a millisecond).
+        candidates = itertools.chain(
+            () if own is None else (own,),
+            (self.numbers[(start + i) % count] for i in range(count)),
+        )
         for number in candidates:
             path = self._lease_path(number)
             old = _Record.read(path)

@@ -9,7 +9,7 @@ from .._ids import ORCHESTRATOR_WORKFLOW, Role
 from ._loop import _Agent
 
 
-@workflow.defn(name=ORCHESTRATOR_WORKFLOW)
+@workflow.defn(name=ORCHESTRATOR_WORKFLOW, sandboxed=False)
 class Orchestrator(_Agent):
     """A pipeline: reads every workflow's lessons, starts planner sub-runs, writes
     pipeline memory."""

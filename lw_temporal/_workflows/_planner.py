@@ -9,7 +9,7 @@ from .._ids import PLANNER_WORKFLOW, Role
 from ._loop import _Agent
 
 
-@workflow.defn(name=PLANNER_WORKFLOW)
+@workflow.defn(name=PLANNER_WORKFLOW, sandboxed=False)
 class Planner(_Agent):
     """One run of a workflow definition: plans, curates memory, starts worker steps."""
 

@@ -9,7 +9,7 @@ from .._ids import WORKER_WORKFLOW, Role
 from ._loop import _Agent
 
 
-@workflow.defn(name=WORKER_WORKFLOW)
+@workflow.defn(name=WORKER_WORKFLOW, sandboxed=False)
 class Worker(_Agent):
     """One step of a planner's run."""
 
