@@ -75,9 +75,7 @@ def _record(
         with _recorded_lock:
             _recorded.add(memo)
         return
-    from ._stores import MemoryStores
-
-    stores = MemoryStores(layout)
+    stores = _reader(layout)
     manifest = RunManifest(
         workflow_id=scope.workflow_id,
         run_id=run_id,
@@ -109,6 +107,20 @@ def _record(
         tmp.unlink(missing_ok=True)
     with _recorded_lock:
         _recorded.add(memo)
+
+
+_readers: dict[Path, MemoryStores] = {}
+
+
+def _reader(layout: DataLayout) -> MemoryStores:
+    """Stores to read snapshot ids with, one per data dir: building them (their
+    scanner's fingerprint, their per-store file caches) cost more than the reads."""
+    found = _readers.get(layout.root)
+    if found is None:
+        from ._stores import MemoryStores
+
+        found = _readers[layout.root] = MemoryStores(layout)
+    return found
 
 
 def read_manifest(layout: DataLayout, workflow_id: str) -> RunManifest | None:
