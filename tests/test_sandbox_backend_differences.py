@@ -93,7 +93,7 @@ ROWS: list[tuple[str, str, Check, Check]] = [
     ("mnt-path-opened-by-a-program", SCRIPT, works("seeded notes\n\n"), hinted(MNT_HINT)),
     (
         "tmp-opened-by-a-program",
-        'echo w > /tmp/word && cat /tmp/word && python3 -c \'open("/tmp/p", "w")\' && echo p',
+        'echo w > /tmp/word && cat /tmp/word && python3 -c \'open("/tmp/lwprb", "w")\' && echo p',
         works("w\np\n"),
         hinted(TMP_HINT),
     ),
