@@ -55,8 +55,7 @@ def locked(
 ) -> Iterator[None]:
     """The store's exclusive lock (an open file description lock, see ``_locks``: it
     holds across worker processes and NFS clients)."""
-    state.mkdir(parents=True, exist_ok=True)
-    fd = os.open(state / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = open_lock(state)
     try:
         deadline = time.monotonic() + timeout
         delay = 0.00005
@@ -80,15 +79,21 @@ def locked(
         os.close(fd)
 
 
+def open_lock(state: Path) -> int:
+    """A new open file of the store's lock (each holds the lock on its own: see
+    ``_locks``), the state folder made if absent."""
+    path = state / "lock"
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except FileNotFoundError:
+        state.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+
 def try_lock(state: Path) -> int | None:
     """The store's exclusive lock if it is free now: the descriptor that holds it
     (close it to release), else ``None``."""
-    path = state / "lock"
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    except FileNotFoundError:
-        state.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = open_lock(state)
     try:
         lock_exclusive(fd, blocking=False)
     except BlockingIOError:

@@ -116,7 +116,7 @@ class StoreWriter:
                     else Spool(self._state(store), self.fingerprint)
                 )
                 committer = self._committers[store] = GroupCommitter(
-                    spool, str(store), self._state(store) / "lock"
+                    spool, str(store), self._state(store)
                 )
             return committer
 
