@@ -110,6 +110,8 @@ def test_committer_killed_mid_batch_loses_no_spooled_append(data_dir: Path) -> N
     spool = stores.state_dir(STORE) / "spool"
     left = [] if not spool.exists() else [p.name for p in spool.iterdir()]
     assert [name for name in left if not name.endswith(".spare")] == []
+    # each process had one request in flight at a time: its two files, reused
+    assert len(left) <= 2 * REQUESTERS, left
     assert stores.recount(STORE) == {"bytes": len(content.encode()), "files": 1}
     # a retry of the dead process's own append finds it committed
     again = stores.append(STORE, "shared.md", b"a0\n", provenance=_provenance("a", 0))

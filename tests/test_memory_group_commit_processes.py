@@ -84,6 +84,8 @@ def test_appends_from_four_processes_share_flushes_and_land_once(data_dir: Path)
     spool = stores.state_dir(STORE) / "spool"
     left = [] if not spool.exists() else [p.name for p in spool.iterdir()]
     assert [name for name in left if not name.endswith(".spare")] == []
+    # each process had one request in flight at a time: its two files, reused
+    assert len(left) <= 2 * PROCS, left
     again = stores.append(STORE, "shared.md", b"p0 i7\n", provenance=_provenance(0, 7))
     assert again.replayed
     assert stores.recount(STORE)["files"] == 1 + PROCS
