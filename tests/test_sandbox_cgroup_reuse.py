@@ -11,10 +11,12 @@ Everything here runs real cgroups, real ``unshare`` and real ``lw.bash`` command
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,23 @@ TOTAL = 1536 * MIB
 NO_PID = 4_194_305
 
 
+def _rmdir_idle(path: Path) -> None:
+    """Remove an idle (empty) cgroup folder. The kernel may refuse for a moment after
+    the last process left (a memory cgroup is busy until the exited task is released),
+    so it is tried again briefly; a process still listed in it is a real failure."""
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            path.rmdir()
+            return
+        except OSError as err:
+            if err.errno != errno.EBUSY or time.monotonic() > deadline:
+                raise
+        procs = (path / "cgroup.procs").read_text().split()
+        assert procs == [], f"an idle command cgroup still holds processes {procs}: {path}"
+        time.sleep(0.05)
+
+
 def _remove_idle() -> int:
     """Remove every idle command cgroup's folders, as a stray sweep did."""
     removed = 0
@@ -45,7 +64,7 @@ def _remove_idle() -> int:
         for cgroup in idle:
             for folder in cgroup.folders:
                 if folder.path.is_dir():
-                    folder.path.rmdir()
+                    _rmdir_idle(folder.path)
                     removed += 1
     return removed
 
