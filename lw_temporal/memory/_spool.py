@@ -64,6 +64,8 @@ CLAIM_LIMIT = 256
 GATHER_SECONDS = 0.001
 #: Outcomes nobody took up (their requester died) are removed after this long.
 STALE_SECONDS = 3600.0
+#: How often a committer looks for such leftovers while claiming.
+SWEEP_EVERY = 60.0
 
 _REQ, _TAKEN, _OUT, _SPARE = ".req", ".taken", ".out", ".spare"
 _MAGIC = b"lw-spool-1"
@@ -114,6 +116,8 @@ class Spool:
         #: This process's requests in flight: their (request, outcome) spares.
         self._held: dict[str, tuple[str, str]] = {}
         self._spares = count()
+        #: When this process last looked for files of dead processes to sweep.
+        self._swept = float("-inf")
 
     # -- the requester ------------------------------------------------------------------
     def submit(self, op: FileOp, provenance: Provenance, quota: MemoryQuota) -> str:
@@ -239,6 +243,11 @@ class Spool:
         taken: list[Request] = []
         broken: list[tuple[str, Exception]] = []
         suffix_req, suffix_taken = f".{self.fp}{_REQ}", f".{self.fp}{_TAKEN}"
+        # Looking for leftovers costs a stat of every outcome and spare file, as much
+        # as the claim itself; they are only removed after an hour, so once a minute.
+        sweep = time.monotonic() - self._swept > SWEEP_EVERY
+        if sweep:
+            self._swept = time.monotonic()
         for name in names:
             if len(taken) >= CLAIM_LIMIT:
                 break
@@ -251,7 +260,7 @@ class Spool:
             elif name.endswith(suffix_taken):
                 rid = name[: -len(suffix_taken)]
             else:
-                if name.endswith((_OUT, _SPARE)) and rid_is_stale(self.dir / name):
+                if sweep and name.endswith((_OUT, _SPARE)) and rid_is_stale(self.dir / name):
                     with suppress(FileNotFoundError):
                         os.unlink(self.dir / name)
                 continue

@@ -138,9 +138,8 @@ class VersionStore:
 
     # -- writing -------------------------------------------------------------------
     def _put_ref(self, sha: str, ref: dict[str, Any]) -> None:
+        # only for a version with no whole copy (each caller looked, under the lock)
         self.log.put([(sha, ref)])
-        with suppress(FileNotFoundError):
-            self._full(sha).unlink()
 
     def _drop_ref(self, sha: str) -> None:
         self.log.drop([sha])
