@@ -73,6 +73,24 @@ class WorkerSettings(BaseModel):
             return self.orchestrator_bounds
         return self.bounds.get(definition_id, Bounds())
 
+    def for_child(self, definition_id: str | None) -> WorkerSettings:
+        """What a child of ``definition_id`` gets in its input: every setting, but of
+        the per-definition tables only its own entry. A child reads no other one (a
+        planner's steps share its definition, the ID grammar says so), and each child
+        input is stored twice in the history (its parent's start command and its own
+        start): with ten definitions registered the tables made up most of a step's
+        input."""
+        key = definition_id or ""
+
+        def own(table: dict[str, Any]) -> dict[str, Any]:
+            return {key: table[key]} if key in table else {}
+
+        tables = ("max_turns", "bounds", "approvals")
+        trimmed = {name: own(getattr(self, name)) for name in tables}
+        if all(trimmed[name] == getattr(self, name) for name in tables):
+            return self
+        return self.model_copy(update=trimmed)
+
     def tree_cap(self, role: Role, definition_id: str | None) -> int:
         """The most turns a run of ``role`` may take with its whole tree: a worker
         starts no children, so its tree is its own turns."""

@@ -231,7 +231,15 @@ class ChildStarts:
         try:
             result: AgentResult = await workflow.execute_child_workflow(
                 child_id.workflow_type,
-                AgentInput(task=task, settings=state.settings, tree_turns=share),
+                AgentInput(
+                    task=task,
+                    settings=(
+                        None
+                        if state.settings is None
+                        else state.settings.for_child(child_id.definition_id)
+                    ),
+                    tree_turns=share,
+                ),
                 id=str(child_id),
                 result_type=AgentResult,
                 parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
