@@ -103,8 +103,10 @@ def _surrogate_note(path: list[str]) -> str:
 
 def _call(call: ToolCall, index: int, turn: int, seen: set[str]) -> ToolCall:
     call_id = _SAFE_ID.sub("_", call.id)[:64] or f"call_{turn}_{index}"
-    if call_id in seen:
-        call_id = f"{call_id[:56]}_{index}"
+    base, suffix = call_id[:56], index
+    while call_id in seen:  # a made-up id may be one the reply gave a later or earlier call
+        call_id = f"{base}_{suffix}"
+        suffix += 1
     seen.add(call_id)
     name = _cut(clean_text(call.name), NAME_CAP) or "(unnamed)"
     arguments = call.arguments if isinstance(call.arguments, dict) else {}
