@@ -25,7 +25,7 @@ import re2
 from pydantic import Field, field_validator, model_validator
 
 from .._base import FrozenModel
-from .._ids import Role
+from .._ids import DEFINITION_ID_PATTERN, Role
 
 #: The actions a rule can name: what a tool call does, whichever tool the model used
 #: (Claude's text editor and memory tool map onto bash and the memory operations).
@@ -69,7 +69,9 @@ _DEFAULT_ROLES = frozenset({Role.PLANNER, Role.WORKER})
 MATCHED_BYTES = 256 * 1024
 #: The longest pattern a rule takes (RE2 compiles in time and memory linear in it).
 PATTERN_CHARS = 4096
-_STORE = re2.compile(r"[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)?")
+#: The mount names a memory path can be in (``store_of``): a rule naming another one
+#: (``orgs``, ``workflows``) would never match, and so never ask.
+_STORE = re2.compile(rf"workflow|pipeline|org|(?:peer|available)-workflows/{DEFINITION_ID_PATTERN}")
 
 
 def _options() -> re2.Options:
