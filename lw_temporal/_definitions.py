@@ -113,6 +113,11 @@ class MemoryConfig(FrozenModel):
         return tuple(untrusted_prefix(p) for p in value)
 
 
+#: The folders of ``/mnt/memory/``: an untrusted path under any other would never be
+#: read, so the runs reading what it was meant to name would go untainted.
+_MEMORY_MOUNTS = frozenset({"workflow", "pipeline", "org", "peer-workflows", "available-workflows"})
+
+
 def untrusted_prefix(path: str) -> str:
     """A path of the agents' view under ``/mnt/memory/<mount>/``, normalized, or a
     ValueError saying what one looks like."""
@@ -122,6 +127,7 @@ def untrusted_prefix(path: str) -> str:
         or ".." in given.parts
         or "\x00" in path
         or len(given.parts) < 4
+        or given.parts[3] not in _MEMORY_MOUNTS
     ):
         raise ValueError(
             f"untrusted path {path!r} must name a folder or file of the agents' memory "
