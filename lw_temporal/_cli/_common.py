@@ -213,7 +213,11 @@ def operator() -> str:
 
 
 def failed(what: str, err: Exception) -> int:
-    """Say on stderr that ``what`` failed and why (its cause too); the exit code."""
+    """Say on stderr that ``what`` failed and why (its cause too); the exit code. A
+    reader that closed the pipe is no failure: handlers catch ``OSError`` around what
+    they print, so it goes on to :func:`main`, which ends quietly with the SIGPIPE status."""
+    if isinstance(err, BrokenPipeError):
+        raise err
     message = str(err) or type(err).__name__
     if isinstance(err, CliError | RPCError | OSError):
         message = explain(err)  # (an OSError as its path and reason)
