@@ -29,7 +29,12 @@ from ._scope import Scope
 #: every other one is the worker's alone.
 _PASSED = ("sandbox", "staging")
 #: Bookkeeping folders made now rather than on first use, so none is ever open.
-_BOOKKEEPING = ("stores", "conversations", "dreaming", "manifests", "trees", "runs", "locks")
+#: The bookkeeping folders a root worker makes closed before any run (one made later by
+#: a plain ``mkdir`` would be open to listing: ``owners/`` and ``taint/`` once were).
+_BOOKKEEPING = (
+    "stores", "conversations", "dreaming", "manifests", "trees", "runs", "locks",
+    "owners", "taint", "sandbox",
+)  # fmt: skip
 
 #: (key, folder, kind) of one lease a command needs.
 _Key = tuple[str, Path, str]
@@ -174,6 +179,8 @@ def close_data_dir(layout: DataLayout) -> None:
         for entry in os.scandir(state):
             if entry.is_dir(follow_symlinks=False):
                 _limit(Path(entry.path), 0o711 if entry.name in _PASSED else 0o700)
+            elif entry.is_file(follow_symlinks=False):
+                _limit(Path(entry.path), 0o600)  # .lw/ is passable: its files are not
     memory = layout.memory
     stores = [memory / "org"]
     for kind in ("workflows", "pipelines"):

@@ -146,7 +146,7 @@ def publish(path: Path, data: bytes, *, sync: bool = True) -> bool:
     skips the ``fsync`` where a record lost to a power cut is only made again."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         os.write(fd, data)
         if sync:
