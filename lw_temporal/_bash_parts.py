@@ -103,17 +103,24 @@ def _ref(sink: OutputSink, scope: Scope, own_virtual: PurePosixPath) -> str | No
     return str(own_virtual.joinpath(*rel.parts))
 
 
-def _empty_dir(scope: Scope) -> Path:
-    path = _empty_path(scope.layout.local_state)
+def _empty_dir(scope: Scope, virtual: PurePosixPath) -> Path:
+    """The empty, read-only folder shown at ``virtual`` while what it mounts does not
+    exist yet: one per mount, so that a path a backend without a mount view reports
+    under its real name (Landlock) is named back as the mount it was shown for (one
+    folder for all named every missing mount after whichever sorted first)."""
+    path = _empty_path(scope.layout.local_state, str(virtual))
     if not os.path.isdir(path):
-        path.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(path.parent, 0o711)  # passable by the agents, not listable
+        path.mkdir(exist_ok=True)
         os.chmod(path, 0o555)
     return path
 
 
-@functools.lru_cache(maxsize=64)
-def _empty_path(local_state: Path) -> Path:
-    return local_state / "sandbox" / "empty"
+@functools.lru_cache(maxsize=256)
+def _empty_path(local_state: Path, virtual: str) -> Path:
+    # '%' is in no mount's name (IDs and definition ids exclude it): one flat folder each
+    return local_state / "sandbox" / "empty-mounts" / virtual.strip("/").replace("/", "%")
 
 
 def _heartbeat(

@@ -90,8 +90,7 @@ class StagedMemory:
         if user is not None:
             user.own(own, 0o750)
         overlay = backend.has_mount_view
-        empty = _empty_dir(scope)
-        mounts = tuple(self._mount(scope, m, staged, overlay, empty, user) for m in scope.mounts)
+        mounts = tuple(self._mount(scope, m, staged, overlay, user) for m in scope.mounts)
         private: Path | None = None
         if not backend.has_mount_view:
             private = scope.layout.local_state / "sandbox" / f"run-{self.claim().name()}"
@@ -133,7 +132,6 @@ class StagedMemory:
         mount: Mount,
         staged: list[tuple[Mount, Path]],
         overlay: bool,
-        empty: Path,
         user: SandboxUser | None,
     ) -> SandboxMount:
         """The sandbox mount of one scope mount (missing stores show as empty folders).
@@ -143,6 +141,7 @@ class StagedMemory:
         source = mount.real
         overlaid = mount.store is not None and mount.writable and overlay
         if not source.is_dir():
+            empty = _empty_dir(scope, mount.virtual)
             if not overlaid:
                 return SandboxMount(empty, mount.virtual, Mode.RO, empty=True)
             source = empty

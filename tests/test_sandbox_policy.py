@@ -107,16 +107,23 @@ def test_landlock_rule_set_is_exact(tmp_path: Path, role: tuple[str, str]) -> No
     rules = ruleset(spec, 7, tmp)
     every = (1 << 16) - 1
     assert rules.handled_fs == every and rules.handled_net == 3 and rules.scoped == 3
-    empty = str(d / ".lw/sandbox/empty")
+
+    def empty(mount: str) -> str:  # each missing mount has an empty folder of its own
+        return str(d / ".lw/sandbox/empty-mounts" / mount)
+
     if role == WORKER:
         mounts = [
-            (empty, READ),
-            (empty, READ),
+            (empty("mnt%memory%workflow"), READ),
+            (empty("mnt%memory%org"), READ),
             (str(d / "runs/run_cr@1/steps/step_1/scratch"), every),
-            (empty, READ),
+            (empty("mnt%scratch%from-planner"), READ),
         ]
     else:  # no mount view, no overlay: the planner's writable memory is read-only here
-        mounts = [(empty, READ), (empty, READ), (str(d / "runs/run_cr@1/scratch"), every)]
+        mounts = [
+            (empty("mnt%memory%workflow"), READ),
+            (empty("mnt%memory%org"), READ),
+            (str(d / "runs/run_cr@1/scratch"), every),
+        ]
     etc = spec.private_dir / "etc"
     assert list(rules.rules) == [
         *system_rules(),
