@@ -61,11 +61,12 @@ def _layout(args: argparse.Namespace) -> Any:
 
 
 async def _forget(args: argparse.Namespace) -> int:
-    from .._privacy._forget import ForgetRefused, forget_tree
+    from .._privacy._forget import ForgetRefused, forget_tree, top_level
 
     try:
         layout = _layout(args)
-    except ValueError as err:
+        top_level(args.workflow_id)  # a sub-run's or a malformed ID: said before connecting
+    except (ValueError, ForgetRefused) as err:
         return failed("forget", err)
     try:
         client = await connect(args)
