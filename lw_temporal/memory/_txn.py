@@ -345,6 +345,8 @@ class Txn:
         one changed region when that is small, else as the old file itself (not at
         all without ``keep_before``: a redaction drops it)."""
         rel = "/".join(parts)
+        if before is None:
+            self._count_new_folders(parts)
         after = state_of(content, resumable=True)
         findings: list[Finding] = []
         refusal = None
@@ -381,6 +383,34 @@ class Txn:
         self.batch.contents[after.sha] = content
         self.record(op, rel, len(content), None if before is None else before.sha, after.sha)
         return after, findings, refusal
+
+    def _count_new_folders(self, parts: tuple[str, ...]) -> None:
+        """Count the folders a new file's write makes on its way (``d/`` of ``d/x.md``):
+        removing a folder counts it out, so a folder a write made and nobody counted
+        would drive the count below what the store holds and free ``max_files`` for
+        good with each folder removed. Not marked as made: later mutations of the batch
+        writing into the same folder stay in the batch (see :meth:`_folder_exists`)."""
+        for depth in range(1, len(parts)):
+            if not self._folder_exists(parts[:depth]):
+                self.usage.dirs += len(parts) - depth
+                return
+
+    def _folder_exists(self, parts: tuple[str, ...]) -> bool:
+        """Whether the folder is there once the batch so far is applied."""
+        rel = "/".join(parts)
+        if rel in self.made or rel in self.batch.made:
+            return True
+        if self._hidden(parts):
+            return False
+        prefix = rel + "/"
+        if any(p.startswith(prefix) for p in self.view) or any(
+            p.startswith(prefix) for p in self.batch.view
+        ):
+            return True  # a file of this batch is in it: its write makes the folder
+        if self.batch.root_fd is None:
+            return False
+        with _fs.opened_dir(self.batch.root_fd, parts[:-1], create=False, shown=rel) as fd:
+            return fd is not None and _fs.kind_at(fd, parts[-1]) == "dir"
 
     def stage_delete_file(self, parts: tuple[str, ...], shown: str, kind: str) -> str | None:
         rel = "/".join(parts)
