@@ -30,7 +30,7 @@ _OPAQUE_XATTRS = ("user.overlay.opaque", "trusted.overlay.opaque")
 #: Linux's PATH_MAX: no path the walk hands on may be longer (with its NUL).
 _PATH_MAX = 4096
 #: C0 controls and DEL: a name holding one misleads every listing that prints it.
-_CONTROL = re.compile("[\x00-\x1f\x7f]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,9 @@ TMP_PREFIX = ".lw-tmp-"
 MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 4096
 
-#: Control characters, which no memory name may hold.
-CONTROL = _CONTROL = re.compile("[\x00-\x1f\x7f]")
+#: Control characters (C0, DEL and C1: U+0085 is a line break to some readers),
+#: which no memory name may hold.
+CONTROL = _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
