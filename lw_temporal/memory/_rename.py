@@ -5,8 +5,10 @@ transaction: both happen or neither does. Each moved file keeps its history wher
 people look for it: the new name's first version comes from the move (audit op
 ``rename``, ``detail.from`` naming the old path) and the old name's last audit line
 says where it went (``detail.to``), its last version kept like any deleted file's.
-Content is not scanned again (it passed the scan when it entered the store) and the
-quota sees no growth (the same bytes change names).
+Content is not scanned again (it passed the scan when it entered the store), but the
+quota is checked like any commit's: the old name's last version is kept, every move adds
+audit and ledger lines and a new folder is an entry, so renames back and forth would
+otherwise grow a full store without bound.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .._scope import StoreRef
-from ..errors._kinds import INVALID_REQUEST, MEMORY_CONFLICT, MEMORY_NOT_FOUND, lw_error
+from ..errors._kinds import (
+    INVALID_REQUEST,
+    MEMORY_CONFLICT,
+    MEMORY_NOT_FOUND,
+    QUOTA_EXCEEDED,
+    lw_error,
+)
 from . import _fs
 from ._records import MutationResult, Provenance
 from ._txn import Txn
@@ -73,6 +81,9 @@ def rename_body(
             elif entry.op == "delete":
                 moved_to = new_rel + entry.path[len(old_rel) :]
                 txn.audit[i] = entry.model_copy(update={"op": "rename", "detail": {"to": moved_to}})
+        problem = txn.quota_problem()
+        if problem:
+            raise lw_error(QUOTA_EXCEEDED, f"{who}: rename of {shown_old} refused: {problem}")
         return MutationResult(
             path=shown_new,
             op="rename",
