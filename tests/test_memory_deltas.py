@@ -122,7 +122,7 @@ def test_quota_counts_kept_versions_and_says_so(data_dir: Path) -> None:
     from lw_temporal import MemoryQuota
 
     stores = MemoryStores(
-        DataLayout.at(data_dir), quota=lambda _s: MemoryQuota(max_bytes=300_000, max_files=3)
+        DataLayout.at(data_dir), quota=lambda _s: MemoryQuota(max_bytes=300_000, max_files=4)
     )
     stores.write(STORE, "a.md", b"a" * 100_000, provenance=ADMIN)
     stores.write(STORE, "a.md", b"b" * 100_000, provenance=ADMIN)  # the old one is kept
@@ -132,7 +132,7 @@ def test_quota_counts_kept_versions_and_says_so(data_dir: Path) -> None:
     assert "in kept versions" in err.value.message and "prune" in err.value.message
     assert stores.prune_versions(STORE, keep_last=1) == 1
     stores.write(STORE, "b.md", b"c" * 100_001, provenance=ADMIN)
-    stores.write(STORE, "d/x.md", b"x", provenance=ADMIN)  # folder d counts as an entry
+    stores.write(STORE, "d/x.md", b"x", provenance=ADMIN)  # 4 entries: d/ is one of them
     with pytest.raises(ApplicationError) as err:
         stores.write(STORE, "e.md", b"x", provenance=ADMIN)
     assert "files and folders" in err.value.message
