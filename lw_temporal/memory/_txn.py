@@ -402,15 +402,15 @@ class Txn:
             return True
         if self._hidden(parts):
             return False
+        if self.batch.root_fd is not None:  # the disk first: a command writing thousands
+            # of files into a folder it has finds it there, without a walk of the batch
+            with _fs.opened_dir(self.batch.root_fd, parts[:-1], create=False, shown=rel) as fd:
+                if fd is not None and _fs.kind_at(fd, parts[-1]) == "dir":
+                    return True
         prefix = rel + "/"
-        if any(p.startswith(prefix) for p in self.view) or any(
+        return any(p.startswith(prefix) for p in self.view) or any(
             p.startswith(prefix) for p in self.batch.view
-        ):
-            return True  # a file of this batch is in it: its write makes the folder
-        if self.batch.root_fd is None:
-            return False
-        with _fs.opened_dir(self.batch.root_fd, parts[:-1], create=False, shown=rel) as fd:
-            return fd is not None and _fs.kind_at(fd, parts[-1]) == "dir"
+        )  # a file of this batch is in it: its write makes the folder
 
     def stage_delete_file(self, parts: tuple[str, ...], shown: str, kind: str) -> str | None:
         rel = "/".join(parts)
