@@ -30,10 +30,11 @@ from ._scope import Scope
 _PASSED = ("sandbox", "staging")
 #: Bookkeeping folders made now rather than on first use, so none is ever open.
 #: The bookkeeping folders a root worker makes closed before any run (one made later by
-#: a plain ``mkdir`` would be open to listing: ``owners/`` and ``taint/`` once were).
+#: a plain ``mkdir`` would be open to listing, as ``owners/`` once was; ``taint/``
+#: makes itself closed, and exists only once a run read untrusted input).
 _BOOKKEEPING = (
     "stores", "conversations", "dreaming", "manifests", "trees", "runs", "locks",
-    "owners", "taint", "sandbox",
+    "owners", "sandbox",
 )  # fmt: skip
 
 #: (key, folder, kind) of one lease a command needs.

@@ -17,6 +17,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
+from lw_temporal._taint import TaintBook, TaintMarks
 from lw_temporal.memory import Provenance, StoreKind, StoreRef
 from tests._bash_support import bash_worker
 
@@ -53,8 +54,17 @@ async def test_bookkeeping_is_closed_after_real_runs(
         StoreRef(StoreKind.WORKFLOW, "cr"), "admin.md", b"x\n", provenance=Provenance.admin("t")
     )
     plugin.config.topology.check_start()  # the ids a worker's start records, made now
-    state = plugin.config.layout.state
+    layout = plugin.config.layout
+    # what a run that reads untrusted input makes: its taint record and its marks
+    TaintBook(layout).network_begins(PLANNER)
+    TaintMarks(layout).add(StoreRef(StoreKind.WORKFLOW, "cr"), ["n.md"], PLANNER)
+    state = layout.state
     assert stat.S_IMODE(state.stat().st_mode) == 0o711
     names = {e.name for e in os.scandir(state)}
     assert {"owners", "memory-id", "binding.json", "stores"} <= names, names
     assert _open_entries(state) == []
+    taint = [state / "taint", *(p for p in (state / "taint").rglob("*") if p.is_dir())]
+    assert len(taint) >= 4, taint  # taint/, runs/<tree>/, stores/workflow/
+    assert {f"{p.relative_to(state)}: {stat.S_IMODE(p.stat().st_mode):o}" for p in taint} == {
+        f"{p.relative_to(state)}: 700" for p in taint
+    }

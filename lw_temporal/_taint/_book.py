@@ -278,11 +278,24 @@ class TaintBook:
             yield from self._tree_records(self.root / tree)
 
 
+def private_folder(folder: Path) -> None:
+    """Make ``folder`` and each missing folder above it 0700 (``mkdir -p`` makes the
+    ones above with the default mode, and ``.lw/taint/`` was listable where every
+    other bookkeeping folder is the worker's own)."""
+    missing: list[Path] = []
+    while not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for made in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            made.mkdir(mode=0o700)
+
+
 def _write_in(path: Path, data: bytes) -> None:
     """Write ``path``, making its tree folder; again if a settling command removed
     the folder between the two (it removes only an empty one)."""
     for _ in range(5):
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_folder(path.parent)
         try:
             path.write_bytes(data)
             return

@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 
 from .._ids import DataLayout
 from .._scope import Scope, StoreRef
+from ._book import private_folder
 
 _cache: dict[str, tuple[tuple[int, int], dict[str, str]]] = {}
 _lock = threading.Lock()
@@ -96,7 +97,7 @@ class TaintMarks:
         if not lines:
             return
         path = self.path(store)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_folder(path.parent)
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(path, flags, 0o600)
         try:
