@@ -59,6 +59,12 @@ def _line(record: dict[str, Any]) -> bytes:
     return json.dumps(record, separators=(",", ":")).encode() + b"\n"
 
 
+def line_bytes(key: str, body: dict[str, Any]) -> int:
+    """The bytes the record of ``key`` takes in its log as :meth:`KeyedLog.live_bytes`
+    counts them (its newline aside)."""
+    return len(_line({KEY: key, **body})) - 1
+
+
 def _header() -> bytes:
     return _line({KEY: "", "gen": uuid.uuid4().hex})
 

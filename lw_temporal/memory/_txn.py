@@ -12,7 +12,6 @@ the batch changed (its whole content, or a folder walk below it) raises
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from collections.abc import Iterator
@@ -33,7 +32,7 @@ from ._ledger import AuditLog, Ledger
 from ._records import AuditEntry, Provenance
 from ._rules import blocked, quota_problem
 from ._searchdb import SearchIndex
-from ._versions import Splice, VersionStore, b64
+from ._versions import Splice, VersionStore, b64, live_ref, prefix_ref, ref_bytes, splice_ref
 
 #: A rewrite whose changed region is at most this share of the file is kept as the old
 #: bytes of that region; a larger one keeps the old file whole (hard-linked).
@@ -316,8 +315,7 @@ class Txn:
         tail = content[-SEAM_OVERLAP:] if content is not None else self.tail(parts, shown, before)
         findings, refusal = self.scan(rel, tail, data)
         after = before.extended(data)
-        ref = {"prefix": after.sha, "len": before.size}
-        self.usage.versions += len(json.dumps(ref, separators=(",", ":")))
+        self.usage.versions += ref_bytes(before.sha, prefix_ref(after.sha, before.size))
         seam = (tail + data)[-SEAM_OVERLAP:]
         _keep_tail(after.sha, seam)
         self._set(rel, before, Known(after, seam))
@@ -345,9 +343,12 @@ class Txn:
         one changed region when that is small, else as the old file itself (not at
         all without ``keep_before``: a redaction drops it)."""
         rel = "/".join(parts)
+        after = state_of(content, resumable=True)
         if before is None:
             self._count_new_folders(parts)
-        after = state_of(content, resumable=True)
+            # a new file's version is found by a reference to it (a later version of
+            # the file takes the same record's place, and counts what it adds)
+            self.usage.versions += ref_bytes(after.sha, live_ref(rel))
         findings: list[Finding] = []
         refusal = None
         splice = None
@@ -365,7 +366,7 @@ class Txn:
         if before is not None and before.sha == after.sha:
             pass  # the same content again: a new audit line, no new version
         elif before is not None and splice is not None:
-            self.usage.versions += len(b64(splice.removed)) + 120
+            self.usage.versions += ref_bytes(before.sha, splice_ref(after.sha, splice))
             self.ops.append(
                 {"k": "s", "p": rel, "at": splice.offset, "rm": b64(splice.removed),
                  "in": b64(splice.inserted), "sha": after.sha, "prev": before.sha}

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _fs
-from ._logfile import KeyedLog
+from ._logfile import KeyedLog, line_bytes
 from ._records import AuditEntry, VersionInfo
 
 #: Longest reference chain followed when reading one version (a guard, not a limit
@@ -105,6 +105,30 @@ def _common(a: bytes, b: bytes, limit: int, *, from_end: bool) -> int:
     return n
 
 
+def live_ref(rel: str) -> dict[str, Any]:
+    """The reference that finds the current version in the store file ``rel``."""
+    return {"live": rel}
+
+
+def prefix_ref(of: str, length: int) -> dict[str, Any]:
+    """The reference that keeps a version as the first ``length`` bytes of ``of``."""
+    return {"prefix": of, "len": length}
+
+
+def splice_ref(of: str, splice: Splice) -> dict[str, Any]:
+    """The reference that keeps a version as ``of`` with ``splice`` undone."""
+    return {
+        "splice": of, "at": splice.offset, "cut": len(splice.inserted),
+        "data": b64(splice.removed),
+    }  # fmt: skip
+
+
+def ref_bytes(sha: str, ref: dict[str, Any]) -> int:
+    """What keeping ``sha`` by ``ref`` adds to the store's versions (its record in the
+    versions log, counted as written: the quota counts what is on disk)."""
+    return line_bytes(sha, ref)
+
+
 class VersionStore:
     """The version objects of one store (under its bookkeeping dir)."""
 
@@ -150,21 +174,17 @@ class VersionStore:
         """``sha`` is the current content of the store file ``rel``. A whole copy
         already kept stays (it costs nothing more and survives the live file)."""
         if not self._full(sha).exists():
-            self._put_ref(sha, {"live": rel})
+            self._put_ref(sha, live_ref(rel))
 
     def put_prefix(self, sha: str, of: str, length: int) -> None:
         if not self._full(sha).exists():
-            self._put_ref(sha, {"prefix": of, "len": length})
+            self._put_ref(sha, prefix_ref(of, length))
 
     def put_splice(self, sha: str, of: str, splice: Splice) -> None:
         """``sha``'s content is ``of``'s with ``splice`` undone (``splice`` turned
         ``sha`` into ``of``)."""
         if not self._full(sha).exists():
-            self._put_ref(
-                sha,
-                {"splice": of, "at": splice.offset, "cut": len(splice.inserted),
-                 "data": b64(splice.removed)},
-            )  # fmt: skip
+            self._put_ref(sha, splice_ref(of, splice))
 
     def put_full(self, sha: str, data: bytes) -> None:
         path = self._full(sha)
