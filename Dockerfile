@@ -10,7 +10,8 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
-COPY pyproject.toml README.md ./
+# _lw_temporal_entry.py: the module the lw-temporal console script imports.
+COPY pyproject.toml README.md _lw_temporal_entry.py ./
 COPY lw_temporal ./lw_temporal
 COPY workflows ./workflows
 # otel: the worker's --tracing (OpenTelemetry SDK and OTLP exporter).
