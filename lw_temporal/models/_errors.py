@@ -8,6 +8,7 @@ long as the provider asked; the SDK's own retries are off by default for that re
 from __future__ import annotations
 
 import email.utils
+import math
 import time
 from collections.abc import Mapping
 from datetime import timedelta
@@ -64,9 +65,13 @@ def retry_after(headers: Mapping[str, str]) -> timedelta | None:
                 value = parsed.timestamp() - time.time()
     except (TypeError, ValueError):
         return None
-    if value is None or value < 0:
+    # A proxy may send "nan" or "inf", which float() takes and timedelta() does not: a
+    # number that is no number is ignored, one too large for a timedelta is the cap.
+    if value is None or math.isnan(value) or value < 0:
         return None
-    return min(timedelta(seconds=value), MAX_RETRY_AFTER)
+    if value >= MAX_RETRY_AFTER.total_seconds():
+        return MAX_RETRY_AFTER
+    return timedelta(seconds=value)
 
 
 def provider_error(
