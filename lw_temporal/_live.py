@@ -321,6 +321,18 @@ class Screen:
         for node in nodes:
             self.out(node.line())
 
+    def snapshot(self, nodes: list[Node]) -> None:
+        """One look at the tree (``status``): each agent's line and, under a running
+        one, what it last said and its command's newest output, which a snapshot has no
+        later change to show instead."""
+        if self.live:
+            self.show(nodes)
+            return
+        self.out("run tree:")
+        for node in nodes:
+            for line in (node.line(), *node.details(output=True)):
+                self.out(line)
+
 
 async def report_failures(client: Client, nodes: list[Node]) -> int:
     """Name every failed workflow of the tree (deepest first) on stderr; the exit code."""

@@ -317,7 +317,7 @@ async def status_command(args: argparse.Namespace) -> int:
             err=True,
         )
         return 1
-    Screen(live=False).final(nodes)
+    Screen(live=False).snapshot(nodes)
     return await report_failures(client, nodes) or _tool_failures(nodes)
 
 
