@@ -45,12 +45,14 @@ from .._telemetry._summary import model_summary
 from .._trust import check_identity, trusted_input
 from ..errors._kinds import (
     CONVERSATION_MISSING,
+    INVALID_REQUEST,
     MODEL_OUTPUT_LIMIT,
     TURN_LIMIT,
     lw_error,
 )
 from ._calls import ToolCalls
 from ._children import MEMO_DEFINITION, MEMO_ROLE, failure_type
+from ._start import Unreadable
 
 #: UTF-8 bytes of the newest exchanges a continue-as-new carries, so a rebuild of the
 #: worker-side conversation after it still has the recent turns.
@@ -167,6 +169,13 @@ class _Agent(ToolCalls):
 
     # -- the loop -----------------------------------------------------------------
     async def _loop(self, given: AgentInput | str | None) -> AgentResult:
+        if isinstance(given, Unreadable):  # see ._start: fail the run, once, saying why
+            raise lw_error(
+                INVALID_REQUEST,
+                f"workflow {workflow.info().workflow_id!r} ({self.role.value}) was started "
+                f"with an input it cannot use ({given.problem()}); start it with an "
+                "AgentInput (e.g. AgentInput(task='...')), a task string or nothing",
+            )
         # A plain string is the task, so `execute_workflow("lw.Planner", "Review X")`
         # works as one would expect.
         agent_input = AgentInput(task=given) if isinstance(given, str) else given or AgentInput()

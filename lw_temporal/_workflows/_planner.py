@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-from .._agent import AgentInput, AgentResult
+from .._agent import AgentResult
 from .._ids import PLANNER_WORKFLOW, Role
 from ._loop import _Agent
+from ._start import StartInput
 
 
 @workflow.defn(name=PLANNER_WORKFLOW, sandboxed=False)
@@ -16,5 +17,5 @@ class Planner(_Agent):
     role = Role.PLANNER
 
     @workflow.run
-    async def run(self, agent_input: AgentInput | str | None = None) -> AgentResult:
+    async def run(self, agent_input: StartInput = None) -> AgentResult:
         return await self._loop(agent_input)
