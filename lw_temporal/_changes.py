@@ -8,6 +8,7 @@ depend on this module, not on each other.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,11 @@ if TYPE_CHECKING:
     from ._sandbox import SandboxUser
 
 ChangeKind = Literal["write", "delete", "mkdir"]
+
+#: Control characters, which no memory name may hold, whichever way it comes in (the
+#: store's API, or a bash command's change): C0, DEL and C1 (U+0085 is a line break to
+#: some readers); a name holding one misleads every listing that prints it.
+CONTROL_CHARS = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,12 @@ from pydantic import Field, SerializerFunctionWrapHandler, field_validator, mode
 from ._approvals._rules import ApprovalRule
 from ._base import FrozenModel
 from ._egress._policy import NetworkPolicy
-from ._ids import DREAMING_DEFINITION_ID, check_definition_id
+from ._ids import (
+    DREAMING_DEFINITION_ID,
+    MEMORY_GROUP_FOLDERS,
+    MEMORY_STORE_FOLDERS,
+    check_definition_id,
+)
 
 Access = Literal["rw", "ro", "none"]
 #: A store whose writes by a tainted run wait in quarantine (``MemoryConfig.quarantine``).
@@ -113,9 +118,9 @@ class MemoryConfig(FrozenModel):
         return tuple(untrusted_prefix(p) for p in value)
 
 
-#: The folders of ``/mnt/memory/``: an untrusted path under any other would never be
-#: read, so the runs reading what it was meant to name would go untainted.
-_MEMORY_MOUNTS = frozenset({"workflow", "pipeline", "org", "peer-workflows", "available-workflows"})
+#: An untrusted path under any other folder of ``/mnt/memory/`` would never be read, so
+#: the runs reading what it was meant to name would go untainted.
+_MEMORY_MOUNTS = frozenset((*MEMORY_STORE_FOLDERS, *MEMORY_GROUP_FOLDERS))
 
 
 def untrusted_prefix(path: str) -> str:

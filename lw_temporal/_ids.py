@@ -25,6 +25,11 @@ from enum import StrEnum
 from pathlib import Path
 
 DEFINITION_ID_PATTERN = r"[a-z0-9][a-z0-9._-]{0,62}"
+#: The folders of the agents' ``/mnt/memory/``: one store each, and two that hold one
+#: store per definition (``peer-workflows/<id>``, ``available-workflows/<id>``). A
+#: setting naming a memory path anywhere else would never match what an agent touches.
+MEMORY_STORE_FOLDERS = ("workflow", "pipeline", "org")
+MEMORY_GROUP_FOLDERS = ("peer-workflows", "available-workflows")
 TOKEN_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 # Temporal Schedules append "-<RFC 3339 time>" to the workflow IDs they start, so a
 # dreaming token may also hold ':' and '+'.

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from lw_temporal import Model, ModelRequest, ModelResponse, Role, ToolCall
+from lw_temporal import Model, ModelRequest, ModelResponse
 from lw_temporal.models import (
     MODEL_AUTH,
     MODEL_CONTEXT_OVERFLOW,
@@ -17,37 +17,13 @@ from lw_temporal.models import (
     MODEL_RATE_LIMITED,
     MODEL_REFUSED,
     MODEL_UNAVAILABLE,
-    AnthropicModel,
-    OpenAIModel,
 )
 
-from ._provider_standins import AnthropicStandIn, Fault, OpenAIStandIn, StandIn
+from ._model_support import REQUEST, model_pair
+from ._provider_standins import Fault
 
 PROVIDERS = ["anthropic", "openai"]
 KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
-REQUEST = ModelRequest(
-    role=Role.WORKER,
-    workflow_id="run_x@1/steps/step_1",
-    definition_id="x",
-    turn=0,
-    max_turns=5,
-    mounts="Scratch mounts (ephemeral, this run only):\n- /mnt/scratch/own/ (rw)",
-    instructions="",
-    task="do it",
-    tools=[],
-)
-
-
-async def _finish(request: ModelRequest) -> ModelResponse:
-    return ModelResponse(tool_calls=[ToolCall(name="finish", arguments={"summary": "ok"})])
-
-
-def _pair(provider: str, brain: object = _finish) -> tuple[StandIn, Model]:
-    if provider == "anthropic":
-        a = AnthropicStandIn(brain)  # type: ignore[arg-type]
-        return a, AnthropicModel(client=a.client(), model="claude-sonnet-4-6")
-    o = OpenAIStandIn(brain)  # type: ignore[arg-type]
-    return o, OpenAIModel(client=o.client(), model="gpt-5.5")
 
 
 def _error_body(provider: str) -> str:
@@ -62,7 +38,7 @@ async def _failure(model: Model) -> ApplicationError:
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_rate_limits_and_overload_are_retried_after_retry_after(provider: str) -> None:
-    standin, model = _pair(provider)
+    standin, model = model_pair(provider)
     limited = f"{provider}_rate_limit.json"
     standin.faults = {
         0: Fault(429, limited, {"retry-after": "7"}),
@@ -88,7 +64,7 @@ async def test_rate_limits_and_overload_are_retried_after_retry_after(provider: 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_a_refused_key_names_the_variable_to_set(provider: str) -> None:
-    standin, model = _pair(provider)
+    standin, model = model_pair(provider)
     standin.faults = {0: Fault(401, _error_body(provider)), 1: Fault(403, _error_body(provider))}
     for _ in range(2):
         failure = await _failure(model)
@@ -98,7 +74,7 @@ async def test_a_refused_key_names_the_variable_to_set(provider: str) -> None:
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_context_overflow_and_invalid_requests_are_not_retried(provider: str) -> None:
-    standin, model = _pair(provider)
+    standin, model = model_pair(provider)
     standin.faults = {0: Fault(400, _error_body(provider)), 1: Fault(404, _error_body(provider))}
     overflow = await _failure(model)
     assert (overflow.type, overflow.non_retryable) == (MODEL_CONTEXT_OVERFLOW, True)
@@ -113,7 +89,7 @@ async def test_a_refusal_is_surfaced(provider: str) -> None:
     async def refuse(request: ModelRequest) -> ModelResponse:
         return ModelResponse(text="I won't do that.", stop_reason="refusal")
 
-    _, model = _pair(provider, refuse)
+    _, model = model_pair(provider, refuse)
     failure = await _failure(model)
     assert (failure.type, failure.non_retryable) == (MODEL_REFUSED, True)
     assert "won't do that" in failure.message or "refused" in failure.message
@@ -124,6 +100,6 @@ async def test_a_reply_cut_at_max_tokens_is_marked_for_continuation(provider: st
     async def cut(request: ModelRequest) -> ModelResponse:
         return ModelResponse(text="I will now", stop_reason="max_tokens")
 
-    _, model = _pair(provider, cut)
+    _, model = model_pair(provider, cut)
     reply = await model.next_turn(REQUEST)
     assert (reply.stop_reason, reply.tool_calls, reply.text) == ("max_tokens", [], "I will now")

@@ -11,31 +11,11 @@ from datetime import timedelta
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from lw_temporal import Model, ModelRequest, Role
-from lw_temporal.models import MODEL_RATE_LIMITED, AnthropicModel, OpenAIModel
+from lw_temporal.models import MODEL_RATE_LIMITED
 from lw_temporal.models._errors import MAX_RETRY_AFTER
 
-from ._provider_standins import AnthropicStandIn, Fault, OpenAIStandIn, StandIn
-
-REQUEST = ModelRequest(
-    role=Role.WORKER,
-    workflow_id="run_x@1/steps/step_1",
-    definition_id="x",
-    turn=0,
-    max_turns=5,
-    mounts="Scratch mounts (ephemeral, this run only):\n- /mnt/scratch/own/ (rw)",
-    instructions="",
-    task="do it",
-    tools=[],
-)
-
-
-def _pair(provider: str) -> tuple[StandIn, Model]:
-    if provider == "anthropic":
-        a = AnthropicStandIn(None)  # type: ignore[arg-type]
-        return a, AnthropicModel(client=a.client(), model="claude-sonnet-4-6")
-    o = OpenAIStandIn(None)  # type: ignore[arg-type]
-    return o, OpenAIModel(client=o.client(), model="gpt-5.5")
+from ._model_support import REQUEST, model_pair
+from ._provider_standins import Fault
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
@@ -52,7 +32,7 @@ def _pair(provider: str) -> tuple[StandIn, Model]:
 async def test_a_rate_limit_with_a_non_finite_retry_after_stays_typed(
     provider: str, header: str, value: str, delay: timedelta | None
 ) -> None:
-    standin, model = _pair(provider)
+    standin, model = model_pair(provider)
     standin.faults = {0: Fault(429, f"{provider}_rate_limit.json", {header: value})}
     with pytest.raises(ApplicationError) as caught:
         await model.next_turn(REQUEST)

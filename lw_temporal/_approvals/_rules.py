@@ -25,7 +25,7 @@ import re2
 from pydantic import Field, field_validator, model_validator
 
 from .._base import FrozenModel
-from .._ids import DEFINITION_ID_PATTERN, Role
+from .._ids import DEFINITION_ID_PATTERN, MEMORY_GROUP_FOLDERS, MEMORY_STORE_FOLDERS, Role
 
 #: The actions a rule can name: what a tool call does, whichever tool the model used
 #: (Claude's text editor and memory tool map onto bash and the memory operations).
@@ -71,7 +71,10 @@ MATCHED_BYTES = 256 * 1024
 PATTERN_CHARS = 4096
 #: The mount names a memory path can be in (``store_of``): a rule naming another one
 #: (``orgs``, ``workflows``) would never match, and so never ask.
-_STORE = re2.compile(rf"workflow|pipeline|org|(?:peer|available)-workflows/{DEFINITION_ID_PATTERN}")
+_STORE = re2.compile(
+    "|".join(MEMORY_STORE_FOLDERS)
+    + rf"|(?:{'|'.join(MEMORY_GROUP_FOLDERS)})/{DEFINITION_ID_PATTERN}"
+)
 
 
 def _options() -> re2.Options:
@@ -135,7 +138,7 @@ def store_of(path: str) -> str | None:
     parts = normalized_path(path).split("/")
     if len(parts) < 4 or parts[1:3] != ["mnt", "memory"] or not parts[3]:
         return None
-    if parts[3] in ("peer-workflows", "available-workflows"):
+    if parts[3] in MEMORY_GROUP_FOLDERS:
         return f"{parts[3]}/{parts[4]}" if len(parts) > 4 and parts[4] else None
     return parts[3]
 

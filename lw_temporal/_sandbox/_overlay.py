@@ -12,7 +12,6 @@ import atexit
 import contextlib
 import functools
 import os
-import re
 import shutil
 import stat
 import tempfile
@@ -20,7 +19,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._changes import StoreChange
+from .._changes import CONTROL_CHARS, StoreChange
 from ._identity import SandboxUser
 from ._landlock import SHM, on_tmpfs
 from ._threadmounts import ThreadMounts
@@ -29,8 +28,7 @@ from ._tree import remove_tree
 _OPAQUE_XATTRS = ("user.overlay.opaque", "trusted.overlay.opaque")
 #: Linux's PATH_MAX: no path the walk hands on may be longer (with its NUL).
 _PATH_MAX = 4096
-#: C0 controls and DEL: a name holding one misleads every listing that prints it.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL = CONTROL_CHARS
 
 
 @dataclass(frozen=True, slots=True)

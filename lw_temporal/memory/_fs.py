@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from .._changes import CONTROL_CHARS
 from ..errors._kinds import INVALID_REQUEST, PATH_REJECTED, lw_error
 
 #: Names of in-flight temporary files; never valid as a memory path segment.
@@ -23,9 +23,8 @@ TMP_PREFIX = ".lw-tmp-"
 MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 4096
 
-#: Control characters (C0, DEL and C1: U+0085 is a line break to some readers),
-#: which no memory name may hold.
-CONTROL = _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+#: Control characters, which no memory name may hold (see :mod:`.._changes`).
+CONTROL = _CONTROL = CONTROL_CHARS
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 

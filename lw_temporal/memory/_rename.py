@@ -18,15 +18,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .._scope import StoreRef
-from ..errors._kinds import (
-    INVALID_REQUEST,
-    MEMORY_CONFLICT,
-    MEMORY_NOT_FOUND,
-    QUOTA_EXCEEDED,
-    lw_error,
-)
+from ..errors._kinds import INVALID_REQUEST, MEMORY_CONFLICT, MEMORY_NOT_FOUND, lw_error
 from . import _fs
 from ._records import MutationResult, Provenance
+from ._rules import refuse
 from ._txn import Txn
 
 if TYPE_CHECKING:
@@ -81,9 +76,7 @@ def rename_body(
             elif entry.op == "delete":
                 moved_to = new_rel + entry.path[len(old_rel) :]
                 txn.audit[i] = entry.model_copy(update={"op": "rename", "detail": {"to": moved_to}})
-        problem = txn.quota_problem()
-        if problem:
-            raise lw_error(QUOTA_EXCEEDED, f"{who}: rename of {shown_old} refused: {problem}")
+        refuse(txn, "rename", shown_new, who, None, 0)  # the quota, as every commit's
         return MutationResult(
             path=shown_new,
             op="rename",
