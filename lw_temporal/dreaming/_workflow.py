@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 from temporalio import workflow
@@ -15,6 +15,7 @@ from temporalio.common import RetryPolicy
 from .._agent import AgentInput
 from .._ids import DREAMING_WORKFLOW, InvalidWorkflowId, Role, parse_workflow_id_for_type
 from .._workflows._loop import _Agent
+from .._workflows._start import Unreadable, lenient
 from ..errors._kinds import INVALID_REQUEST, INVALID_WORKFLOW_ID, NON_RETRYABLE, lw_error
 from ._records import (
     DREAM_CONSOLIDATE,
@@ -47,6 +48,11 @@ from ._records import (
     ShowRequest,
     ShowResult,
 )
+
+if TYPE_CHECKING:
+    DreamStart = DreamInput
+else:  # an input that is not a DreamInput fails the dream once (see _workflows._start)
+    DreamStart = lenient(DreamInput)
 
 _ACTIVITY_RETRY = RetryPolicy(maximum_attempts=5, non_retryable_error_types=list(NON_RETRYABLE))
 _R = TypeVar("_R", bound=BaseModel)
@@ -97,8 +103,16 @@ class DreamingWorkflow(_Agent):
         self._closed = False
 
     @workflow.run
-    async def run(self, request: DreamInput) -> DreamResult:
+    async def run(self, request: DreamStart) -> DreamResult:
         info = workflow.info()
+        if isinstance(request, Unreadable):
+            raise lw_error(
+                INVALID_REQUEST,
+                f"workflow {info.workflow_id!r} (dreaming) was started with an input it "
+                f"cannot use ({request.problem()}); start it with a DreamInput naming the "
+                "definition to dream of, e.g. DreamInput(target='research'), or let "
+                "`lw-temporal dream schedule <definition> --now` start it",
+            )
         try:
             agent_id = parse_workflow_id_for_type(info.workflow_id, DREAMING_WORKFLOW)
         except InvalidWorkflowId as err:
