@@ -53,7 +53,7 @@ def lenient(model: type[BaseModel], *, task: bool = False) -> Any:
         def __get_pydantic_core_schema__(
             cls, _source: Any, handler: GetCoreSchemaHandler
         ) -> CoreSchema:
-            choices: list[CoreSchema] = [handler.generate_schema(model)]
+            choices: list[CoreSchema | tuple[CoreSchema, str]] = [handler.generate_schema(model)]
             if task:
                 choices += [core_schema.str_schema(), core_schema.none_schema()]
             choices.append(core_schema.no_info_plain_validator_function(
