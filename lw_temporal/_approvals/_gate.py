@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import ValidationError
 from temporalio import workflow
@@ -30,6 +30,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from .._agent import AgentState, ToolCall, ToolKind, tool_for
+from .._base import Unreadable, lenient
 from .._ids import AgentId, InvalidWorkflowId, Role, parse_workflow_id
 from ..errors._kinds import APPROVAL_REFUSED, SANDBOX_FAILED, lw_error
 from ._actions import actions_of
@@ -281,6 +282,12 @@ class ApprovalGate:
         return record
 
 
+if TYPE_CHECKING:
+    DecisionInput = ApprovalDecision
+else:  # a payload that is not a decision is refused saying why (see .._base.lenient)
+    DecisionInput = lenient(ApprovalDecision)
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What the loop does with a call a rule asked about: run it (once), or answer it,
@@ -324,10 +331,19 @@ class Approvals:
         return verdicts
 
     @workflow.update(name=DECIDE_UPDATE)
-    def decide(self, decision: ApprovalDecision) -> ApprovalRecord:
+    def decide(self, decision: DecisionInput) -> ApprovalRecord:
         """Approve or deny a pending request (the call runs, or the model is told why not)."""
+        assert isinstance(decision, ApprovalDecision)  # the validator refused anything else
         return self._gate.apply(decision)
 
     @decide.validator
-    def _check_decision(self, decision: ApprovalDecision) -> None:
+    def _check_decision(self, decision: DecisionInput) -> None:
+        if isinstance(decision, Unreadable):
+            raise lw_error(
+                APPROVAL_REFUSED,
+                f"not a decision for {workflow.info().workflow_id} "
+                f'({decision.problem()}); send {{"request_id": "a1", "approve": '
+                'true or false, "by": NAME, "why": TEXT}, or use lw-temporal approvals '
+                "approve|deny",
+            )
         self._gate.check(decision)

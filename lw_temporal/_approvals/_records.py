@@ -16,7 +16,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, StrictBool, field_validator
 
 from .._base import FrozenModel
 from .._ids import Role
@@ -121,7 +121,8 @@ class ApprovalDecision(FrozenModel):
     """What a reviewer sends: the request, approve or deny, who, and why."""
 
     request_id: str = Field(pattern=REQUEST_ID_PATTERN)
-    approve: bool
+    #: ``true`` or ``false`` only: ``"no"`` or ``0`` is refused, not read as a bool.
+    approve: StrictBool
     by: str = Field(min_length=1, max_length=NAME_CHARS)
     why: str = Field(default="", max_length=WHY_CHARS)
 

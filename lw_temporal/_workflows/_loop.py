@@ -34,6 +34,7 @@ from .._agent import (
     WorkerSettings,
 )
 from .._agent._tools import TASK_CAP, clip
+from .._base import Unreadable
 from .._ids import (
     PROGRESS_QUERY,
     SEARCH_ATTRIBUTE_DEFINITION,
@@ -52,7 +53,6 @@ from ..errors._kinds import (
 )
 from ._calls import ToolCalls
 from ._children import MEMO_DEFINITION, MEMO_ROLE, failure_type
-from ._start import Unreadable
 
 #: UTF-8 bytes of the newest exchanges a continue-as-new carries, so a rebuild of the
 #: worker-side conversation after it still has the recent turns.

@@ -13,9 +13,9 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 from .._agent import AgentInput
+from .._base import Unreadable, lenient
 from .._ids import DREAMING_WORKFLOW, InvalidWorkflowId, Role, parse_workflow_id_for_type
 from .._workflows._loop import _Agent
-from .._workflows._start import Unreadable, lenient
 from ..errors._kinds import INVALID_REQUEST, INVALID_WORKFLOW_ID, NON_RETRYABLE, lw_error
 from ._records import (
     DREAM_CONSOLIDATE,
@@ -51,8 +51,11 @@ from ._records import (
 
 if TYPE_CHECKING:
     DreamStart = DreamInput
-else:  # an input that is not a DreamInput fails the dream once (see _workflows._start)
+    DecisionInput = Decision
+else:  # an input that is not a DreamInput fails the dream once, a decision that is not
+    # one is refused saying why (see .._base.lenient)
     DreamStart = lenient(DreamInput)
+    DecisionInput = lenient(Decision)
 
 _ACTIVITY_RETRY = RetryPolicy(maximum_attempts=5, non_retryable_error_types=list(NON_RETRYABLE))
 _R = TypeVar("_R", bound=BaseModel)
@@ -222,7 +225,8 @@ class DreamingWorkflow(_Agent):
             )
 
     @workflow.update(name=UPDATE_APPROVE)
-    async def approve(self, decision: Decision) -> PromotionOutcome:
+    async def approve(self, decision: DecisionInput) -> PromotionOutcome:
+        assert isinstance(decision, Decision)  # the validator refused anything else
         self._promoting = True
         self._set(status=DreamStatus.PROMOTING)
         try:
@@ -242,20 +246,28 @@ class DreamingWorkflow(_Agent):
         return outcome
 
     @approve.validator
-    def _validate_approve(self, decision: Decision) -> None:
-        self._check_pending("approve")
+    def _validate_approve(self, decision: DecisionInput) -> None:
+        self._check_pending("approve", decision)
 
     @workflow.update(name=UPDATE_REJECT)
-    async def reject(self, decision: Decision) -> DreamStatus:
+    async def reject(self, decision: DecisionInput) -> DreamStatus:
+        assert isinstance(decision, Decision)  # the validator refused anything else
         self._set(decision=decision, status=DreamStatus.REJECTED)
         self._closed = True
         return DreamStatus.REJECTED
 
     @reject.validator
-    def _validate_reject(self, decision: Decision) -> None:
-        self._check_pending("reject")
+    def _validate_reject(self, decision: DecisionInput) -> None:
+        self._check_pending("reject", decision)
 
-    def _check_pending(self, verb: str) -> None:
+    def _check_pending(self, verb: str, decision: DecisionInput) -> None:
+        if isinstance(decision, Unreadable):
+            raise lw_error(
+                INVALID_REQUEST,
+                f"cannot {verb} dream {workflow.info().workflow_id!r} with that decision "
+                f'({decision.problem()}); send {{"who": NAME, "why": TEXT, "only": '
+                f"[PATH, ...]}}, or use lw-temporal dream {verb} <dream> --by NAME",
+            )
         if self._outcome.status is not DreamStatus.AWAITING_APPROVAL or self._closed:
             raise lw_error(
                 INVALID_REQUEST,
