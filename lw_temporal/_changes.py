@@ -23,8 +23,14 @@ ChangeKind = Literal["write", "delete", "mkdir"]
 
 #: Control characters, which no memory name may hold, whichever way it comes in (the
 #: store's API, or a bash command's change): C0, DEL and C1 (U+0085 is a line break to
-#: some readers); a name holding one misleads every listing that prints it.
-CONTROL_CHARS = re.compile("[\x00-\x1f\x7f-\x9f]")
+#: some readers), the line and paragraph separators (U+2028, U+2029: line breaks to
+#: Python's ``splitlines`` and to JavaScript) and the bidirectional formatting
+#: characters (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), which reorder
+#: what a listing shows (``x\u202egpj.sh`` shows as ``xhs.jpg``). A name
+#: holding one misleads every listing, audit line and review page that prints it.
+CONTROL_CHARS = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
 
 
 @dataclass(frozen=True, slots=True)

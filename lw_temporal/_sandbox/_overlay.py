@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import functools
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -65,7 +66,12 @@ def shown_name(name: str) -> str:
     """``name`` as printable, JSON-safe text: undecodable bytes as ``\\xNN`` and
     control characters as ``\\xNN`` too (what a refusal quotes back)."""
     text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def name_problem(name: str, limits: CaptureLimits) -> str | None:
@@ -77,8 +83,8 @@ def name_problem(name: str, limits: CaptureLimits) -> str | None:
         return "the name is not valid UTF-8; memory keeps UTF-8 names only, rename it"
     if _CONTROL.search(name):
         return (
-            "the name contains a control character (newline, tab, escape...); rename it "
-            "with printable characters"
+            "the name contains a control character (newline, tab, escape, a bidi or line "
+            "separator mark...); rename it with printable characters"
         )
     if size > limits.max_name_bytes:
         return f"the name is {size} bytes, the limit is {limits.max_name_bytes}; shorten it"

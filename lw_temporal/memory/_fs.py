@@ -43,8 +43,8 @@ def clean_relative(rel: str, shown: str) -> tuple[str, ...]:
     if _CONTROL.search(rel):
         raise lw_error(
             PATH_REJECTED,
-            f"{shown!r}: path contains a control character (newline, tab, escape...); "
-            "rename it with printable characters",
+            f"{shown!r}: path contains a control character (newline, tab, escape, a bidi "
+            "or line separator mark...); rename it with printable characters",
         )
     if len(rel.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
         raise lw_error(PATH_REJECTED, f"{shown}: path is longer than {MAX_PATH_BYTES} bytes")
