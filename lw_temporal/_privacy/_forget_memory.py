@@ -12,7 +12,9 @@ tree's workflows (their activities, bash commits, a dream's promotion).
   among the file's kept versions until the store's retention drops them
   (``memory prune``) or a redaction rewrites them; the report names them.
 
-Memory search's index follows the stores' own commits, so a revert reaches it.
+Memory search's index follows the stores' own commits, so a revert reaches it; the
+journal of each store with a revert is emptied (checkpointed) afterwards, since its
+records held what the tree wrote.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ def memory_written(erasure: Erasure) -> None:
     stores, tree = erasure.stores, erasure.tree_id
     for store in all_stores(stores):
         by_path: dict[str, list[AuditEntry]] = {}
+        reverted = False
         for entry in stores.audit(store):
             if entry.path and entry.op not in ("mkdir", "rmdir"):
                 by_path.setdefault(entry.path, []).append(entry)
@@ -66,7 +69,9 @@ def memory_written(erasure: Erasure) -> None:
                     )
                 )
                 continue
-            _revert(erasure, store, path, where, history, mine)
+            reverted |= _revert(erasure, store, path, where, history, mine)
+        if reverted:  # the journal still held what the tree wrote, base64
+            stores.empty_journal(store)
 
 
 def _revert(
@@ -76,7 +81,8 @@ def _revert(
     where: str,
     history: list[AuditEntry],
     mine: list[AuditEntry],
-) -> None:
+) -> bool:
+    """Put ``path`` back as it was before the tree; whether it was."""
     tree = erasure.tree_id
     since = history[history.index(mine[0]) :]
     others = [e for e in since if not in_tree(e.workflow_id, tree) and e.op not in _NEUTRAL]
@@ -89,7 +95,7 @@ def _revert(
                 note=f"changed after the tree by {others[-1].by()}; redact what must go",
             )
         )
-        return
+        return False
     before = mine[0].sha256_before
     provenance = Provenance.admin(erasure.by)
     stores = erasure.stores
@@ -103,10 +109,11 @@ def _revert(
         erasure.remaining.append(
             Place(what="memory not reverted", path=where, note=f"{err.message}; {kept}")
         )
-        return
+        return False
     shown = "removed (the tree created it)" if before is None else f"restored to {before[:12]}"
     erasure.removed.append(Place(what="memory reverted", path=where, note=shown))
     erasure.remaining.append(Place(what="kept versions of the tree", path=where, note=kept))
+    return True
 
 
 @add_eraser

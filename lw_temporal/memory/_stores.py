@@ -339,7 +339,16 @@ class MemoryStores(StoreHistory, StoreSearch, StoreMoves, StoreRetention, StoreQ
             lambda sha: self.blob(store, sha),
         )  # fmt: skip
         result = self._writer.mutate(store, provenance, "redact", body, RedactResult, None)
-        with locked(files.state, str(store), None, self.lock_timeout):
-            checkpoint(files)  # the journal held the old bytes until now
-            self.purge_locked(files)  # and so did the search index
+        self.empty_journal(store, purge_search=True)  # both held the old bytes until now
         return result
+
+    def empty_journal(self, store: StoreRef, *, purge_search: bool = False) -> None:
+        """Checkpoint ``store``: its journal, whose records hold the bytes of the
+        changes since the last checkpoint, is emptied (and, with ``purge_search``, the
+        search index's freed pages too), so that what a redaction or a revert took
+        back is not kept there."""
+        files = self.files(store)
+        with locked(files.state, str(store), None, self.lock_timeout):
+            checkpoint(files)
+            if purge_search:
+                self.purge_locked(files)
