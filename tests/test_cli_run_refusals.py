@@ -39,5 +39,6 @@ async def test_the_id_of_a_finished_run_is_refused(
         assert code == 0, (out, err)
         code, out, err = await lw(dev_env, "run", "steady", "Twice.", *queue, "--id", "once-1")
     assert code == 2, (out, err)
+    assert out == ""  # never said it was starting
     assert err.startswith("lw-temporal run: a workflow run_steady@once-1 already exists: ")
     assert await _runs(dev_env, "run_steady@once-1") == 1

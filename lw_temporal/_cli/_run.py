@@ -193,7 +193,6 @@ async def run_command(args: argparse.Namespace) -> int:
     if not args.without_worker:
         await _check_worker(client, args)
     screen = Screen()
-    say(f"starting {agent_id.workflow_type} {workflow_id} on task queue {args.task_queue}")
     try:
         handle = await traced(client, args).start_workflow(
             agent_id.workflow_type,
@@ -213,6 +212,8 @@ async def run_command(args: argparse.Namespace) -> int:
             f"{workflow_id}",
             USAGE,
         ) from None
+    # Once it is started: an ID that is refused was never "starting".
+    say(f"starting {agent_id.workflow_type} {workflow_id} on task queue {args.task_queue}")
     done = asyncio.Event()
     interrupted = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGINT, interrupted.set)
