@@ -22,6 +22,7 @@ from temporalio import activity
 from .._config import LwConfig
 from .._ids import DataLayout, InvalidWorkflowId, parse_workflow_id
 from .._privacy._forget import Erasure, add_eraser
+from .._privacy._places import approval_records
 from ..errors._kinds import INVALID_REQUEST, lw_error
 from ..memory._fs import write_atomic
 from ._records import RECORD_ACTIVITY, ApprovalRecord, RecordRequest, RecordResult
@@ -31,13 +32,9 @@ from ._records import RECORD_ACTIVITY, ApprovalRecord, RecordRequest, RecordResu
 READ_LIMIT = 2000
 
 
-def approvals_dir(layout: DataLayout) -> Path:
-    return layout.state / "approvals"
-
-
 def record_path(layout: DataLayout, workflow_id: str, request_id: str) -> Path:
     segments = parse_workflow_id(workflow_id).segments
-    return approvals_dir(layout).joinpath(*segments, f"{request_id}.json")
+    return approval_records(layout).joinpath(*segments, f"{request_id}.json")
 
 
 class ApprovalActivities:
@@ -78,7 +75,7 @@ class ApprovalActivities:
 def recorded(layout: DataLayout, *, tree: str | None = None) -> tuple[list[ApprovalRecord], int]:
     """The decided requests recorded on this data dir (of one tree, or all), oldest
     decision first, at most READ_LIMIT; and how many more there were."""
-    root = approvals_dir(layout)
+    root = approval_records(layout)
     if tree is not None:
         root = root.joinpath(*parse_workflow_id(tree).segments)
     found: list[ApprovalRecord] = []
@@ -108,5 +105,5 @@ def _json_files(root: Path) -> Iterator[Path]:
 @add_eraser
 def _forget_records(erasure: Erasure) -> None:
     """the tree's approval records"""
-    folder = approvals_dir(erasure.layout).joinpath(*erasure.tree.segments)
+    folder = approval_records(erasure.layout).joinpath(*erasure.tree.segments)
     erasure.remove_folder("approval records", folder)

@@ -37,6 +37,11 @@ def conversations(layout: DataLayout) -> Path:
     return layout.local_state / "conversations"
 
 
+def approval_records(layout: DataLayout) -> Path:
+    """Where each decided approval request is kept (``.lw/approvals/<workflow id>/``)."""
+    return layout.state / "approvals"
+
+
 def dream_books(layout: DataLayout) -> Path:
     return layout.state / "dreaming"
 

@@ -3,8 +3,10 @@
 After ``MemoryStores.redact`` rewrote the file and its kept versions, the same text may
 sit where the agents' runs put it (:mod:`._places`): their conversations, their
 scratch (a dream's per-run files and records included) and dream bookkeeping
-(proposals' ``diff.txt``, consolidator state) and tainted runs' changes held in
-quarantine (so a release cannot bring the text back). Those are scrubbed. What is not
+(proposals' ``diff.txt``, consolidator state), tainted runs' changes held in
+quarantine (so a release cannot bring the text back) and the records of their approval
+requests (which hold the calls' arguments: a command, a file's content). Those are
+scrubbed. What is not
 changed is named, each with what erases it:
 
 - other memory files holding it (current or kept versions): ``memory redact`` them;
@@ -112,6 +114,7 @@ def _run_places(layout: DataLayout) -> list[tuple[str, Path]]:
         ("run scratch", layout.runs),
         ("dream bookkeeping", _places.dream_books(layout)),
         ("quarantined changes", layout.state / "quarantine"),
+        ("approval records", _places.approval_records(layout)),
     ]
 
 
@@ -123,9 +126,9 @@ def _rel(layout: DataLayout, path: Path) -> str:
 
 
 def _workflow_of(layout: DataLayout, path: Path) -> str | None:
-    """The run tree a run place belongs to: its first folder under ``runs/`` or the
-    conversations."""
-    for root in (layout.runs, _places.conversations(layout)):
+    """The run tree a run place belongs to: its first folder under ``runs/``, the
+    conversations or the approval records."""
+    for root in (layout.runs, _places.conversations(layout), _places.approval_records(layout)):
         if path.is_relative_to(root):
             parts = path.relative_to(root).parts
             return parts[0] if len(parts) > 1 else None
