@@ -254,6 +254,16 @@ class ApprovalGate:
                 f"no approval request {request_id} in {here} (pending: {waiting}); "
                 "see lw-temporal approvals list",
             )
+        if workflow.now() >= request.deadline:
+            # Its timer fired with this decision (no worker saw it in time): the rule's
+            # on_timeout decides it, not a decision that came after the deadline.
+            outcome = "approved" if request.on_timeout == "approve" else "denied"
+            raise lw_error(
+                APPROVAL_REFUSED,
+                f"approval {request_id} of {here} timed out at "
+                f"{request.deadline:%Y-%m-%d %H:%M:%S}Z before this decision arrived: it is "
+                f"{outcome}, as its rule says on timeout",
+            )
         if request.approvers and decision.by not in request.approvers:
             raise lw_error(
                 APPROVAL_REFUSED,

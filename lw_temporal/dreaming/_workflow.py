@@ -274,3 +274,12 @@ class DreamingWorkflow(_Agent):
                 f"cannot {verb} dream {workflow.info().workflow_id!r}: it is "
                 f"{self._outcome.status.value}, not awaiting approval",
             )
+        if self._deadline is not None and workflow.now() >= self._deadline:
+            # Its timer fired with this decision (no worker saw it in time): it timed
+            # out, and its runs go back to the next dream.
+            raise lw_error(
+                INVALID_REQUEST,
+                f"cannot {verb} dream {workflow.info().workflow_id!r}: its review timed out "
+                f"at {self._deadline:%Y-%m-%d %H:%M:%S}Z; the target's next dream reads "
+                "its runs again",
+            )
