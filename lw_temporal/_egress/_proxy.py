@@ -155,6 +155,7 @@ class Session(Relay):
                             f"the Host header ({_shown(head.header('Host') or '')}) does not "
                             f"name the request's host ({host}:{target.port})",
                         )
+                _http.body_length(head)  # a body whose end is unclear never goes on
                 upstream = await self._open(attempt, host, target.port)
                 value = str(host) if target.port == 80 else f"{host}:{target.port}"
                 forwarded = _http.forwarded_head(head, target, value)
