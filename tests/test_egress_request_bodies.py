@@ -7,7 +7,9 @@ first's body. Whatever the body's framing, that second request never reaches the
 server: a chunked body goes on up to its last chunk and trailers, a chunk whose
 size lies ends the connection there, and a body whose end two parsers could read
 differently (a ``Transfer-Encoding`` that does not end in ``chunked``, or one beside
-a ``Content-Length``) is refused with ``400`` before the proxy connects. A real
+a ``Content-Length``, or a ``Connection`` header that would have the proxy drop
+either, leaving its body to be read as a next request) is refused with ``400``
+before the proxy connects. A real
 client's chunked upload (``curl -T -``) still goes through whole.
 """
 
@@ -104,12 +106,17 @@ async def test_nothing_after_a_request_body_goes_on(
         host = f"raw.test:{port}".encode()
         start = b"POST http://" + host + b"/upload HTTP/1.1\r\nHost: " + host + b"\r\n"
         chunked = b"Transfer-Encoding: chunked\r\n\r\n"
+        # Headers the proxy would drop as hop-by-hop: the body's framing.
+        drop_length = b"Content-Length: 43\r\nConnection: content-length\r\n\r\n"
+        drop_chunked = b"Connection: x, transfer-encoding\r\n" + chunked
         sent = {
             "chunked": start + chunked + b"3\r\nabc\r\n0\r\nX-Sum: 1\r\n\r\n" + SECOND,
             "lying chunk": start + chunked + b"3\r\nabc" + SECOND,
             "not chunked": start + b"Transfer-Encoding: gzip\r\n\r\nxx" + SECOND,
             "both lengths": start + b"Content-Length: 3\r\n" + chunked + b"abc" + SECOND,
             "length": start + b"Content-Length: 3\r\n\r\nabc" + SECOND,
+            "length dropped": start + drop_length + SECOND,
+            "chunked dropped": start + drop_chunked + b"2b\r\n" + SECOND + b"\r\n0\r\n\r\n",
         }
         upload = f"printf 'hello there' | curl -sS --fail -T - http://raw.test:{port}/put"
         policy = NetworkPolicy(allow=(f"raw.test:{port}",), roles=("worker",))
@@ -126,7 +133,7 @@ async def test_nothing_after_a_request_body_goes_on(
     answers = dict(zip([*sent, "upload"], results, strict=True))
     assert answers["chunked"].stdout.strip() == "HTTP/1.1 200 OK", answers["chunked"]
     assert answers["length"].stdout.strip() == "HTTP/1.1 200 OK", answers["length"]
-    for refused in ("not chunked", "both lengths"):
+    for refused in ("not chunked", "both lengths", "length dropped", "chunked dropped"):
         result = answers[refused]
         assert result.stdout.startswith("HTTP/1.1 400"), (refused, result)
         assert "lw.bash: network: request refused: bad request:" in result.stderr, result.stderr

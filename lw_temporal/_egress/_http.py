@@ -131,8 +131,15 @@ def body_length(head: Head) -> int | None:
     chunk up to its last chunk and trailers (:func:`chunk_size`), never past them.
     :class:`BadRequest` for a body whose end another parser could read elsewhere: a
     ``Transfer-Encoding`` whose last coding is not ``chunked`` (the body would run to
-    the connection's end), or one beside a ``Content-Length`` (which of the two a
-    server believes decides where its next request starts)."""
+    the connection's end), one beside a ``Content-Length`` (which of the two a
+    server believes decides where its next request starts), or a ``Connection``
+    header naming either (or ``Host``), which would have them dropped on the way."""
+    named = {n.strip().lower() for n in (head.header("Connection") or "").split(",")}
+    framing = named & {"content-length", "transfer-encoding", "host"}
+    if framing:
+        # The proxy would drop them (hop-by-hop) and the server read the body as a
+        # next request.
+        raise BadRequest(f"the Connection header names {', '.join(sorted(framing))}")
     codings = head.header("Transfer-Encoding")
     value = head.header("Content-Length")
     if codings is not None:
