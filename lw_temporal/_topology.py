@@ -34,7 +34,7 @@ from temporalio import activity, workflow
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
-from ._ids import AgentId, DataLayout, InvalidWorkflowId, parse_workflow_id
+from ._ids import STATE_DIR_NAME, AgentId, DataLayout, InvalidWorkflowId, parse_workflow_id
 from ._placement import placed_tree
 from .errors._kinds import HOST_LOST, WRONG_TOPOLOGY, lw_error
 
@@ -118,6 +118,29 @@ def check_host_name(host: str) -> str:
     return host
 
 
+def check_roots(layout: DataLayout) -> None:
+    """Refuse a runs root inside the memory root's ``memory/`` or ``.lw/`` (its scratch
+    would be memory every agent reads, written past every memory rule, or sit among
+    the stores' keys and journals), and a memory root inside the runs root's ``runs/``
+    or ``.lw/`` (scratch retention and the sandbox's cleanup would reach the stores)."""
+    if layout.runs_root is None:
+        return
+    memory, runs = layout.root.resolve(), layout.runs_root.resolve()
+    pairs = (
+        ("runs root", runs, "memory root", memory, ("memory", STATE_DIR_NAME)),
+        ("memory root", memory, "runs root", runs, ("runs", STATE_DIR_NAME)),
+    )
+    for inner_name, inner, outer_name, outer, folders in pairs:
+        for name in folders:
+            folder = outer / name
+            if inner == folder or folder in inner.parents:
+                raise ValueError(
+                    f"the {inner_name} {inner} is inside the {outer_name}'s {folder}, which "
+                    f"lw manages: give the {inner_name} a folder of its own, outside "
+                    + " and ".join(str(outer / n) for n in folders)
+                )
+
+
 class TopologyMismatch(RuntimeError):
     """The worker's roots are not the ones its peers use: it must not start."""
 
@@ -184,6 +207,7 @@ class Topology:
     _runs_id: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        check_roots(self.layout)
         if self.host is not None:
             check_host_name(self.host)
         if self.host_timeout <= timedelta(0):

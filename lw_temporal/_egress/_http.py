@@ -127,15 +127,65 @@ def forward_target(head: Head) -> Target:
 
 def body_length(head: Head) -> int | None:
     """How many body bytes follow a request's head (0 without ``Content-Length`` or
-    ``Transfer-Encoding``); None for a chunked body, passed on as it comes."""
-    if head.header("Transfer-Encoding") is not None:
-        return None
+    ``Transfer-Encoding``); None for a chunked body, which the proxy relays chunk by
+    chunk up to its last chunk and trailers (:func:`chunk_size`), never past them.
+    :class:`BadRequest` for a body whose end another parser could read elsewhere: a
+    ``Transfer-Encoding`` whose last coding is not ``chunked`` (the body would run to
+    the connection's end), one beside a ``Content-Length`` (which of the two a
+    server believes decides where its next request starts), or a ``Connection``
+    header naming either (or ``Host``), which would have them dropped on the way."""
+    named = {n.strip().lower() for n in (head.header("Connection") or "").split(",")}
+    framing = named & {"content-length", "transfer-encoding", "host"}
+    if framing:
+        # The proxy would drop them (hop-by-hop) and the server read the body as a
+        # next request.
+        raise BadRequest(f"the Connection header names {', '.join(sorted(framing))}")
+    codings = head.header("Transfer-Encoding")
     value = head.header("Content-Length")
+    if codings is not None:
+        names = [c.strip().lower() for c in codings.split(",")]
+        if names[-1] != "chunked" or names.count("chunked") != 1 or not all(names):
+            raise BadRequest(
+                f"Transfer-Encoding {codings!r}: a request body's last coding must be chunked"
+            )
+        if value is not None:
+            raise BadRequest("the request has both Transfer-Encoding and Content-Length")
+        return None
     if value is None:
         return 0
-    if not value.isdigit():
+    if not value.isdigit() or not value.isascii():
         raise BadRequest("the Content-Length is not a number")
     return int(value)
+
+
+#: The longest chunk-size line (size and extensions) the proxy reads.
+MAX_CHUNK_LINE = 4096
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def chunk_size(line: bytes) -> int:
+    """The size a chunk-size line (``1a;ext=v\r\n``) announces; :class:`BadRequest`
+    for anything another parser could read another way."""
+    text = line.decode("iso-8859-1")
+    if not text.endswith("\r\n") or any(c in text[:-2] for c in "\r\n\0"):
+        raise BadRequest("a chunk-size line is malformed")
+    digits, _, _extensions = text[:-2].partition(";")
+    digits = digits.rstrip(" \t")
+    if not digits or len(digits) > 16 or not set(digits) <= _HEX:
+        raise BadRequest("a chunk size is not a hexadecimal number")
+    return int(digits, 16)
+
+
+def trailer_line(line: bytes) -> bool:
+    """Whether ``line`` (with its CRLF) ends a chunked body's trailers (the empty
+    line); :class:`BadRequest` for a line that is not a header field."""
+    if line == b"\r\n":
+        return True
+    text = line.decode("iso-8859-1")[:-2]
+    name, sep, _ = text.partition(":")
+    if not sep or not name or any(c in text for c in "\r\n\0") or any(c in name for c in " \t"):
+        raise BadRequest("a trailer line of the chunked body is malformed")
+    return False
 
 
 def host_header(head: Head) -> Target | None:

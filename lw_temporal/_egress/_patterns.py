@@ -149,16 +149,20 @@ def parse_ip(value: str) -> IPAddress | None:
     """The IP address a request's host means, however it is spelt (``127.1``,
     ``0x7f000001`` and ``2130706433`` are all 127.0.0.1 to a URL parser and to
     libc), or None for a name."""
-    if value.startswith("[") and value.endswith("]"):
+    bracketed = value.startswith("[") and value.endswith("]")
+    if bracketed or ":" in value:
         try:
-            return ipaddress.IPv6Address(value[1:-1])
+            ip6 = ipaddress.IPv6Address(value[1:-1] if bracketed else value)
         except ValueError:
-            raise PatternError(f"{value!r} is not an IPv6 address") from None
-    if ":" in value:
-        try:
-            return ipaddress.IPv6Address(value)
-        except ValueError:
-            raise PatternError(f"{value!r} is not a host") from None
+            raise PatternError(
+                f"{value!r} is not an IPv6 address" if bracketed else f"{value!r} is not a host"
+            ) from None
+        if ip6.scope_id is not None:
+            raise PatternError(
+                f"{value!r}: an IPv6 zone (%...) names an interface of this host, not an "
+                "address on the network; write the address alone"
+            )
+        return ip6
     last = value.rstrip(".").rsplit(".", 1)[-1].lower()
     if last.isdigit() or last.startswith("0x"):
         try:

@@ -104,7 +104,7 @@ class Session(Relay):
         if sock.type != socket.SOCK_STREAM:
             sock.close()
             return
-        task = self._loop.create_task(self._serve(sock))
+        task = self._loop.create_task(self._serve(sock, self.attempts))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
@@ -124,11 +124,19 @@ class Session(Relay):
         self._finish(attempt)
 
     # -- one connection ---------------------------------------------------------------
-    async def _serve(self, sock: socket.socket) -> None:
+    async def _serve(self, sock: socket.socket, ordinal: int) -> None:
+        """One connection, the command's ``ordinal``-th attempt: past the limit it is
+        refused before its request is read, so it holds none of the proxy's memory."""
         attempt = Attempt()
         client = Stream(sock)
         upstream: Stream | None = None
         try:
+            if ordinal > self.config.max_connections:
+                raise Refused(
+                    429,
+                    f"the command's limit of {self.config.max_connections} network "
+                    "connections is reached",
+                )
             head = await self._head(client)
             if head.first[0].upper() == "CONNECT":
                 attempt.kind = "connect"
@@ -155,6 +163,7 @@ class Session(Relay):
                             f"the Host header ({_shown(head.header('Host') or '')}) does not "
                             f"name the request's host ({host}:{target.port})",
                         )
+                _http.body_length(head)  # a body whose end is unclear never goes on
                 upstream = await self._open(attempt, host, target.port)
                 value = str(host) if target.port == 80 else f"{host}:{target.port}"
                 forwarded = _http.forwarded_head(head, target, value)
@@ -210,12 +219,6 @@ class Session(Relay):
         except PatternError as err:
             raise Refused(400, f"{attempt.host!r} is not a host name: {err}") from None
         attempt.host = str(host)
-        if self.attempts > self.config.max_connections:
-            raise Refused(
-                429,
-                f"{host}:{port}: the command's limit of {self.config.max_connections} network "
-                "connections is reached",
-            )
         if self.bytes_sent + self.bytes_received >= self.config.max_bytes:
             raise Refused(429, f"{host}:{port}: {self._bytes_limit()}")
         rule = first_match(self.config.rules, host, port)

@@ -204,13 +204,15 @@ class Relay:
         self, attempt: Attempt, head: _http.Head, client: Stream, upstream: Stream
     ) -> None:
         """The request's own body on (``Content-Length`` bytes, none without a length,
-        what comes for a chunked one: a client cannot slip a second request, for
-        another host, past the first's check), and the response back with
-        ``Connection: close``; done when the response is."""
+        a chunked one up to its last chunk and trailers: a client cannot slip a second
+        request, for another host, past the first's check), and the response back
+        with ``Connection: close``; done when the response is."""
 
         async def up() -> None:
             length = _http.body_length(head)
-            if length != 0:
+            if length is None:
+                await self._chunked(attempt, client, upstream)
+            elif length:
                 await client.splice_to(upstream, self._mover(attempt, received=False), length)
 
         async def down() -> None:
@@ -234,6 +236,39 @@ class Relay:
             client.end()
 
         await _together(up(), down(), until_both=False)
+
+    async def _chunked(self, attempt: Attempt, client: Stream, upstream: Stream) -> None:
+        """A chunked body on, read as its framing says: each size line, that many
+        bytes and their CRLF, then the last (empty) chunk's trailers up to the empty
+        line; nothing after it goes on. Each line is checked before it goes on
+        (:class:`_http.BadRequest` for broken framing)."""
+
+        async def line(limit: int) -> bytes:
+            try:
+                return await client.readuntil(b"\r\n", limit)
+            except ValueError:
+                raise _http.BadRequest("a line of the chunked body is too long") from None
+
+        while True:
+            data = await line(_http.MAX_CHUNK_LINE)
+            size = _http.chunk_size(data)
+            await self._send(attempt, upstream, data, received=False)
+            if not size:
+                break
+            await client.splice_to(upstream, self._mover(attempt, received=False), size)
+            if await line(2) != b"\r\n":
+                raise _http.BadRequest("a chunk does not end where its size says")
+            await self._send(attempt, upstream, b"\r\n", received=False)
+        trailers = 0
+        while True:
+            data = await line(_http.MAX_HEAD)
+            ended = _http.trailer_line(data)
+            trailers += len(data)
+            if trailers > _http.MAX_HEAD:
+                raise _http.BadRequest(f"the trailers are over {_http.MAX_HEAD} bytes")
+            await self._send(attempt, upstream, data, received=False)
+            if ended:
+                return
 
 
 @dataclass
