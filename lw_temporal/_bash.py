@@ -42,6 +42,7 @@ from ._bash_parts import (
     _heartbeat,
     _hint,
     _ref,
+    _saved_note,
     _with_tails,
 )
 from ._bash_staging import StagedMemory
@@ -374,9 +375,12 @@ class BashActivities(StagedMemory):
             text_out, listing_withheld, withheld = listing.text, listing.withheld, listing.note()
         hint = _hint(scope, backend, spec, raw_err) if outcome.exit_code != 0 else None
         own_virtual = PurePosixPath(scope.cwd)
+        out_ref, err_ref = _ref(stdout, scope, own_virtual), _ref(stderr, scope, own_virtual)
         notes = [
             f"command timed out after {timeout:g}s" if outcome.timed_out else None,
             outcome.stopped,
+            _saved_note("stdout", stdout, out_ref),
+            _saved_note("stderr", stderr, err_ref),
             withheld,
             hint,
             _held_note(held),
@@ -391,8 +395,8 @@ class BashActivities(StagedMemory):
             stderr_truncated=stderr.truncated,
             stdout_bytes=stdout.total,
             stderr_bytes=stderr.total,
-            stdout_ref=_ref(stdout, scope, own_virtual),
-            stderr_ref=_ref(stderr, scope, own_virtual),
+            stdout_ref=out_ref,
+            stderr_ref=err_ref,
             duration_seconds=outcome.duration,
             timed_out=outcome.timed_out,
             memory_changes=tuple(changes[:MAX_LISTED_CHANGES]),

@@ -103,6 +103,25 @@ def _ref(sink: OutputSink, scope: Scope, own_virtual: PurePosixPath) -> str | No
     return str(own_virtual.joinpath(*rel.parts))
 
 
+def _saved_note(name: str, sink: OutputSink, ref: str | None) -> str | None:
+    """What a saved stream's file lacks, else None: the file was removed with what the
+    command wrote past its scratch quota, or the stream outgrew the saved cap too."""
+    if ref is None:
+        return None
+    if not os.path.lexists(sink.path):
+        return (
+            f"{name} is not saved: {ref} was removed with what the command wrote past its "
+            "scratch quota; free room in /mnt/scratch/own (older outputs are in its "
+            f"{sink.path.parent.name} folder) or write a large output to a file"
+        )
+    if sink.saved < sink.total:
+        return (
+            f"{name} was {sink.total} bytes: only its first {sink.saved} are saved in {ref} "
+            "(BashActivities saved_output_cap); write a large output to a file instead"
+        )
+    return None
+
+
 def _empty_dir(scope: Scope, virtual: PurePosixPath) -> Path:
     """The empty, read-only folder shown at ``virtual`` while what it mounts does not
     exist yet: one per mount, so that a path a backend without a mount view reports

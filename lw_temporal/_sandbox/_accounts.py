@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import glob
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 #: The name of the sandbox's user (and of its group).
@@ -57,13 +58,18 @@ def homes(home: str, name: str = USER_NAME) -> dict[str, str]:
     return {"root": "/root", name: home, "nobody": "/nonexistent"}
 
 
-def account_files(account: Account, uid: int, gid: int, home: str) -> dict[str, bytes]:
+def account_files(
+    account: Account, uid: int, gid: int, home: str, others: Sequence[int] = ()
+) -> dict[str, bytes]:
     """The generated system files by their ``/etc`` path, for a command running as
-    ``uid``/``gid`` inside the sandbox with ``home`` as its home folder."""
+    ``uid``/``gid`` inside the sandbox with ``home`` as its home folder, holding the
+    groups ``others`` too (each named ``lw-<number>``, so ``groups`` and ``id -Gn``
+    find a name for every group of the command)."""
     users = {0: ("root", 0, "/root", "/usr/sbin/nologin")}
     users[65534] = ("nobody", 65534, "/nonexistent", "/usr/sbin/nologin")
     users[uid] = (account.name, gid, home, "/bin/bash")
-    groups = {0: "root", 65534: "nogroup", gid: account.name}
+    groups = {g: f"lw-{g}" for g in others}
+    groups |= {0: "root", 65534: "nogroup", gid: account.name}
     passwd = "".join(
         f"{name}:x:{u}:{g}:{name}:{path}:{shell}\n"
         for u, (name, g, path, shell) in sorted(users.items())

@@ -253,7 +253,8 @@ def write_account_files(spec: SandboxSpec, home: str) -> dict[str, str]:
     """The command's account files, written read-only for it into its private folder
     (generated for the ids it runs as: the sandbox user, or the worker's own)."""
     uid, gid = (spec.user.uid, spec.user.gid) if spec.user else (os.getuid(), os.getgid())
-    contents = account_files(spec.account, uid, gid, home)
+    others = spec.user.groups if spec.user else os.getgroups()
+    contents = account_files(spec.account, uid, gid, home, others)
     paths = account_paths(spec)
     if paths:
         os.makedirs(os.path.dirname(next(iter(paths.values()))), mode=0o755, exist_ok=True)

@@ -256,6 +256,10 @@ def main() -> None:
         # Only the command is restricted: the launcher stays outside its Landlock
         # domain, so the command can neither signal nor trace it (ABI 6 scoping).
         try:
+            # Python ignores these at start and an ignored signal survives exec: the
+            # command gets the defaults, as under bwrap (`yes | head` ends by SIGPIPE).
+            for number in (signal.SIGPIPE, signal.SIGXFSZ):
+                signal.signal(number, signal.SIG_DFL)
             _restrict(spec)
             _drop_capabilities(spec.get("user"))
             os.chdir(spec["cwd"])

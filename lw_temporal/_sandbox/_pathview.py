@@ -22,6 +22,9 @@ from ._spec import SandboxSpec
 
 #: The argv shape whose script the translation rewrites.
 _SHELL = ("/bin/bash", "-c")
+#: Besides ``--option=``, the ``key=`` of a word whose value the pre-check reads as a
+#: path (``dd``'s operands).
+_VALUE_KEYS = (b"if", b"of")
 
 
 @cache
@@ -75,8 +78,10 @@ def untranslated(spec: SandboxSpec, text: str, extra: Sequence[tuple[str, str]] 
 
 def rewrite_paths(command: str, mapping: list[tuple[str, str]]) -> str:
     """``command`` with each literal word that starts with a virtual prefix of
-    ``mapping`` (longest first) moved to its replacement. Only words the parser sees
-    as literal are touched; paths built at run time are not, and then do not resolve."""
+    ``mapping`` (longest first) moved to its replacement, and so the value of an
+    ``--option=`` or ``dd`` ``if=``/``of=`` word, as the pre-check reads them. Only
+    words the parser sees as literal are touched; paths built at run time are not, and
+    then do not resolve."""
     data = command.encode("utf-8", "surrogateescape")
     tree = _parser().parse(data)
     pairs = [(v.encode(), r.encode("utf-8", "surrogateescape")) for v, r in mapping]
@@ -89,6 +94,9 @@ def rewrite_paths(command: str, mapping: list[tuple[str, str]]) -> str:
         if node.type in ("word", "string_content", "raw_string"):
             offset = 1 if node.type == "raw_string" else 0
             body = (node.text or b"")[offset:]
+            key, equals, value = body.partition(b"=")
+            if equals and (key.startswith(b"--") or key in _VALUE_KEYS):
+                offset, body = offset + len(key) + 1, value  # --file=/mnt/..., of=/mnt/...
             for virtual, real in pairs:
                 if body == virtual or body.startswith(virtual + b"/"):
                     start = node.start_byte + offset
