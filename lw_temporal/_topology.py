@@ -249,6 +249,13 @@ class Topology:
                 f"shared memory volume is probably not mounted at {layout.root}. Mount it "
                 "(or point --memory-root at it) and start again. " + TOPOLOGY_OPTIONS
             )
+        if current is None and self.expected_memory_id is not None:
+            raise TopologyMismatch(
+                f"memory root {layout.root} has no lw id ({layout.memory_id_file}), but this "
+                f"worker was told its peers use memory {self.expected_memory_id}: the shared "
+                f"memory volume is probably not mounted at {layout.root}. Mount it (or point "
+                "--memory-root at it) and start again. " + TOPOLOGY_OPTIONS
+            )
         if current is None:
             publish(layout.memory_id_file, f"{uuid.uuid4()}\n".encode())
             current = layout.memory_id_file.read_text().strip()

@@ -137,10 +137,11 @@ class Relay:
             self.bytes_sent += size
 
     async def _send(self, attempt: Attempt, sink: Stream, data: bytes, *, received: bool) -> None:
-        """``data`` on, counted (cut at the byte limit, then :class:`LimitReached`)."""
+        """``data`` on, counted before it goes (cut at the byte limit, then
+        :class:`LimitReached`)."""
         allowed = self._room(len(data)) if data else 0
-        await sink.write(data[:allowed])
         self._count(attempt, allowed, received=received)
+        await sink.write(data[:allowed])
         if allowed < len(data):
             raise LimitReached
 
@@ -282,8 +283,11 @@ class _Meter:
     def room(self, size: int) -> int:
         return self.relay._room(size)
 
-    def add(self, size: int) -> None:
-        self.relay._count(self.attempt, size, received=self.received)
+    def take(self, size: int) -> int:
+        config, relay = self.relay.config, self.relay
+        granted = max(0, min(size, config.max_bytes - relay.bytes_sent - relay.bytes_received))
+        relay._count(self.attempt, granted, received=self.received)
+        return granted
 
 
 async def _together(

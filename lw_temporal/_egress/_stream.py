@@ -29,8 +29,9 @@ class Meter(Protocol):
     def room(self, size: int) -> int:
         """How many of ``size`` bytes may move now (raises when none may)."""
 
-    def add(self, size: int) -> None:
-        """Count ``size`` bytes moved."""
+    def take(self, size: int) -> int:
+        """Count the part of ``size`` bytes that fits the bound, now (no other
+        connection's bytes in between), and return it: only that part goes on."""
 
 
 class Stream:
@@ -81,15 +82,20 @@ class Stream:
 
     async def splice_to(self, sink: Stream, meter: Meter, limit: int | None = None) -> None:
         """Move what comes (buffered bytes first) to ``sink`` until EOF or ``limit``
-        bytes, each move no larger than ``meter.room`` allows and counted by it."""
+        bytes, each move no larger than ``meter.room`` allows. What a move brought is
+        counted the moment it arrives (``meter.take``) and only the part within the
+        bound goes on: connections that waited on their sockets at once each had room
+        for the same remaining bytes."""
         left = limit
         if self.buffer:
             size = len(self.buffer) if left is None else min(left, len(self.buffer))
             data = await self.read(meter.room(size))
-            await sink.write(data)
-            meter.add(len(data))
+            taken = meter.take(len(data))
+            await sink.write(data[:taken])
+            if taken < len(data):
+                meter.room(1)  # raises: the bound is reached
             if left is not None:
-                left -= len(data)
+                left -= taken
         read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         try:
             with contextlib.suppress(OSError):
@@ -99,11 +105,14 @@ class Stream:
                 moved = await self._splice(self.fd, write_end, want, readable=True)
                 if moved == 0:
                     return
-                meter.add(moved)
+                taken = meter.take(moved)  # the rest stays in the pipe, never sent
                 if left is not None:
-                    left -= moved
-                while moved:
-                    moved -= await self._splice(read_end, sink.fd, moved, readable=False)
+                    left -= taken
+                rest = taken
+                while rest:
+                    rest -= await self._splice(read_end, sink.fd, rest, readable=False)
+                if taken < moved:
+                    meter.room(1)  # raises: the bound is reached
         finally:
             os.close(read_end)
             os.close(write_end)
