@@ -269,11 +269,14 @@ class Session(Relay):
         for ip in addresses:
             why = refusal(ip)
             if why is not None and not (overridden and loopback_only(ip)):
-                attempt.address = str(ip)
+                attempt.address = str(ip)  # the network log names it; the command is
+                # not told: a name's answers are data from outside, and a refusal is no
+                # network read (it does not taint), so it must carry none of them
                 raise Refused(
                     403,
-                    f"{host} resolves to {ip}, {why}: the proxy never connects to private, "
-                    "loopback, link-local, CGNAT, multicast or metadata addresses",
+                    f"{host} resolves to a refused address ({why}): the proxy never "
+                    "connects to private, loopback, link-local, CGNAT, multicast or metadata "
+                    "addresses (the address is in the worker's network log)",
                 )
         last: Exception | None = None
         for ip in addresses:
