@@ -171,6 +171,8 @@ def build_app(review: Review) -> Starlette:
         state: DreamState = await review.client.get_workflow_handle(workflow_id).query(
             QUERY_STATE, result_type=DreamState
         )
+        # The form decides the dream that answered, whatever ID its answer names.
+        state = state.model_copy(update={"workflow_id": workflow_id})
         shown = await show_dream(review.client, workflow_id, max_bytes=SHOWN_BYTES)
         return render(
             "dream.html",
