@@ -321,7 +321,24 @@ def build_app(review: Review) -> Starlette:
         Route("/runs", page(runs)),
         Route("/static/style.css", page(stylesheet)),
     ]
-    return Starlette(routes=routes)
+
+    async def unknown(request: Request, exc: Exception) -> Response:
+        """A path (or method) the page has not: turned away like any request first,
+        then answered with the page's headers too."""
+        status = getattr(exc, "status_code", 404)
+        try:
+            viewer = guard.viewer(request)
+            response = (
+                viewer
+                if isinstance(viewer, Response)
+                else PlainTextResponse("lw-temporal review page: no such page\n", status)
+            )
+        except Refused as err:
+            response = guard.refusal(err)
+        response.headers.update(SECURITY_HEADERS)
+        return response
+
+    return Starlette(routes=routes, exception_handlers={404: unknown, 405: unknown})
 
 
 def _store(stores: MemoryStores, request: Request) -> Any:
