@@ -73,9 +73,11 @@ def trusted_input(agent_id: AgentId, agent_input: AgentInput) -> AgentInput:
     info = workflow.info()
     # Each run of a cron schedule starts with the first run's input and names the run
     # before it as the one it continued from, like a continue-as-new, so its input
-    # cannot be told from carried state: lw runs start from a Schedule.
+    # cannot be told from carried state: lw runs start from a Schedule. (A dream builds
+    # its agent's input itself, and has claimed its runs by now.)
     if (
         agent_id.parent is None
+        and agent_id.role is not Role.DREAMING
         and info.cron_schedule is not None
         and workflow.patched(RETRY_INPUT_PATCH)
     ):
