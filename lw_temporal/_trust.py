@@ -9,8 +9,10 @@ A run's input is data from whoever started it. Only a parent (checked above) or 
 run's own continue-as-new hands it configuration: worker settings (turn budgets,
 fan-out bounds, the host pin) and carried state (counters, the conversation's tail).
 A run a client started reads its worker's settings instead and starts from a fresh
-state, whatever its input says. (The activities check the same from the server's side:
-``_callers``.)
+state, whatever its input says. The server names a "continued from" run for a retry
+attempt and a cron run too, both started with the first run's input: a retry attempt's
+input is the client's as the first attempt's was, and a cron schedule is refused.
+(The activities check the same from the server's side: ``_callers``.)
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from temporalio import workflow
 
 from ._agent import AgentInput
 from ._ids import AgentId, InvalidWorkflowId, Role, parse_workflow_id, parse_workflow_id_for_type
-from .errors._kinds import HIERARCHY_VIOLATION, INVALID_WORKFLOW_ID, lw_error
+from .errors._kinds import HIERARCHY_VIOLATION, INVALID_REQUEST, INVALID_WORKFLOW_ID, lw_error
 
 #: The patch under which a run a client started ignores settings and state in its input.
 CLIENT_INPUT_PATCH = "lw-client-input-is-data"
+#: The patch under which a retry attempt's input is a client's too, and cron is refused.
+RETRY_INPUT_PATCH = "lw-retry-input-is-data"
 
 
 def _parent_role(workflow_id: str) -> Role | None:
@@ -67,9 +71,30 @@ def trusted_input(agent_id: AgentId, agent_input: AgentInput) -> AgentInput:
     state come only from an lw parent (the identity check confirmed it is the one
     the ID names) or from this run's own continue-as-new."""
     info = workflow.info()
-    from_lw = agent_id.parent is not None or info.continued_run_id is not None
+    # Each run of a cron schedule starts with the first run's input and names the run
+    # before it as the one it continued from, like a continue-as-new, so its input
+    # cannot be told from carried state: lw runs start from a Schedule. (A dream builds
+    # its agent's input itself, and has claimed its runs by now.)
+    if (
+        agent_id.parent is None
+        and agent_id.role is not Role.DREAMING
+        and info.cron_schedule is not None
+        and workflow.patched(RETRY_INPUT_PATCH)
+    ):
+        raise lw_error(
+            INVALID_REQUEST,
+            f"workflow {info.workflow_id!r} was started with a cron schedule "
+            f"({info.cron_schedule!r}); lw runs do not take one: start them from a "
+            "Temporal Schedule instead",
+        )
+    # A retry attempt (attempt > 1) is started by the server with the first attempt's
+    # input and names that attempt as the run it continued from: not a continue-as-new.
+    own_continue = info.continued_run_id is not None and info.attempt == 1
+    from_lw = agent_id.parent is not None or own_continue
     if from_lw or (agent_input.settings is None and agent_input.state is None):
         return agent_input
+    if info.continued_run_id is not None and not workflow.patched(RETRY_INPUT_PATCH):
+        return agent_input  # a history recorded before retries were told apart
     if not workflow.patched(CLIENT_INPUT_PATCH):
         return agent_input  # a history recorded before the rule
     workflow.logger.warning(

@@ -114,8 +114,11 @@ async def list_approvals(
         if progress is None:
             listing.unreachable.append(wid)
             continue
-        listing.pending += progress.approvals
-        listing.decided += progress.decided
+        # A workflow answers for itself only: one named like lw's on another worker could
+        # list a harmless-looking request under a real run's ID (a reviewer approving it
+        # would approve the real run's), so a request naming another workflow is left out.
+        listing.pending += [r for r in progress.approvals if r.workflow_id == wid]
+        listing.decided += [r for r in progress.decided if r.request.workflow_id == wid]
     listing.pending.sort(key=lambda r: (r.requested_at, r.workflow_id, r.id))
     listing.decided.sort(key=lambda r: r.decided_at)
     return listing

@@ -171,6 +171,8 @@ def build_app(review: Review) -> Starlette:
         state: DreamState = await review.client.get_workflow_handle(workflow_id).query(
             QUERY_STATE, result_type=DreamState
         )
+        # The form decides the dream that answered, whatever ID its answer names.
+        state = state.model_copy(update={"workflow_id": workflow_id})
         shown = await show_dream(review.client, workflow_id, max_bytes=SHOWN_BYTES)
         return render(
             "dream.html",
@@ -319,7 +321,24 @@ def build_app(review: Review) -> Starlette:
         Route("/runs", page(runs)),
         Route("/static/style.css", page(stylesheet)),
     ]
-    return Starlette(routes=routes)
+
+    async def unknown(request: Request, exc: Exception) -> Response:
+        """A path (or method) the page has not: turned away like any request first,
+        then answered with the page's headers too."""
+        status = getattr(exc, "status_code", 404)
+        try:
+            viewer = guard.viewer(request)
+            response = (
+                viewer
+                if isinstance(viewer, Response)
+                else PlainTextResponse("lw-temporal review page: no such page\n", status)
+            )
+        except Refused as err:
+            response = guard.refusal(err)
+        response.headers.update(SECURITY_HEADERS)
+        return response
+
+    return Starlette(routes=routes, exception_handlers={404: unknown, 405: unknown})
 
 
 def _store(stores: MemoryStores, request: Request) -> Any:

@@ -124,7 +124,9 @@ async def list_dreams(
                 state = DreamState(
                     workflow_id=execution.id, target=target, status=DreamStatus.UNREACHABLE
                 )
-            states.append(state)
+            # Listed under the ID that answered (a workflow named like lw's on another
+            # worker could name a real dream, and a reviewer approve that one).
+            states.append(state.model_copy(update={"workflow_id": execution.id}))
             continue
         states.append(await _closed_state(client, execution.id, execution.run_id))
     return states

@@ -86,11 +86,11 @@ def _task_of(value: Any) -> str | None:
 
 async def _extract_history(
     events: Sequence[Any], decode: Decode, out: _RunExtract, *, top: bool = True
-) -> list[str]:
-    """Fold one history into ``out``; return the IDs of the child workflows it started.
+) -> list[tuple[str, str]]:
+    """Fold one history into ``out``; return the child workflows it started (ID, run id).
     ``top`` marks the run's own history, whose input and result are its task and summary."""
     scheduled: dict[int, tuple[str, Any]] = {}
-    children: list[str] = []
+    children: list[tuple[str, str]] = []
     for event in events:
         kind = event.WhichOneof("attributes")
         if top and kind == "workflow_execution_started_event_attributes":
@@ -168,9 +168,11 @@ async def _extract_history(
                 )
         elif kind == "child_workflow_execution_started_event_attributes":
             if len(children) < MAX_CHILDREN:
-                children.append(
-                    event.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
-                )
+                started = event.child_workflow_execution_started_event_attributes
+                # The run the parent started (a later run under the child's ID, anyone's
+                # workflow once the child closed, is not this run's step).
+                execution = started.workflow_execution
+                children.append((execution.workflow_id, execution.run_id))
             else:
                 out.truncated = True
     return children
@@ -198,10 +200,12 @@ async def extract_run(
     handle = client.get_workflow_handle(workflow_id, run_id=run_id)
     history = await handle.fetch_history()
     children = await _extract_history(history.events, decode, out)
-    for child in children:
+    for child, child_run in children:
         activity.heartbeat()
         try:
-            child_history = await client.get_workflow_handle(child).fetch_history()
+            child_history = await client.get_workflow_handle(
+                child, run_id=child_run or None
+            ).fetch_history()
         except Exception:
             out.truncated = True
             continue

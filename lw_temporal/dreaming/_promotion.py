@@ -134,7 +134,7 @@ async def promote(
     against the version the dream read. Any conflict writes nothing and is reported."""
     stores = dream.stores
     by_path = {c.path: c for c in proposal}
-    only = decision.only
+    only = tuple(dict.fromkeys(decision.only))  # a path given twice is promoted once
     unknown = [p for p in only if p not in by_path]
     if unknown:
         return PromotionOutcome(
