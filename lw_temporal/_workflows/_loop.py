@@ -225,8 +225,11 @@ class _Agent(ToolCalls):
                 )
             self._check_output_limit(reply)
             per_run = agent_input.turns_per_run
-            if workflow.info().is_continue_as_new_suggested() or (
-                per_run is not None and turns_this_run >= per_run
+            # A dream never continues as new: its input is a DreamInput and its runs are
+            # claimed by this run; its turns are bounded by its definition instead.
+            if self.role is not Role.DREAMING and (
+                workflow.info().is_continue_as_new_suggested()
+                or (per_run is not None and turns_this_run >= per_run)
             ):
                 self._status = "continuing as new"
                 state.carried = _carried(self._exchanges)
