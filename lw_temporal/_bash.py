@@ -378,9 +378,9 @@ class BashActivities(StagedMemory):
         out_ref, err_ref = _ref(stdout, scope, own_virtual), _ref(stderr, scope, own_virtual)
         notes = [
             f"command timed out after {timeout:g}s" if outcome.timed_out else None,
-            outcome.stopped,
             _saved_note("stdout", stdout, out_ref),
             _saved_note("stderr", stderr, err_ref),
+            outcome.stopped,  # after the notes it explains: the last line, as README says
             withheld,
             hint,
             _held_note(held),
