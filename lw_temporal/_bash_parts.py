@@ -104,15 +104,17 @@ def _ref(sink: OutputSink, scope: Scope, own_virtual: PurePosixPath) -> str | No
 
 
 def _saved_note(name: str, sink: OutputSink, ref: str | None) -> str | None:
-    """What a saved stream's file lacks, else None: the file was removed with what the
-    command wrote past its scratch quota, or the stream outgrew the saved cap too."""
+    """What a saved stream's file lacks, else None: the file is gone (removed with what
+    the command wrote past its scratch quota, or by a command of the agent), or the
+    stream outgrew the saved cap too."""
     if ref is None:
         return None
     if not os.path.lexists(sink.path):
         return (
-            f"{name} is not saved: {ref} was removed with what the command wrote past its "
-            "scratch quota; free room in /mnt/scratch/own (older outputs are in its "
-            f"{sink.path.parent.name} folder) or write a large output to a file"
+            f"{name} is not saved: {ref} is gone (past the scratch quota the largest files "
+            "a command wrote are removed; older outputs are in "
+            f"/mnt/scratch/own/{sink.path.parent.name}): free room or write a large output "
+            "to a file"
         )
     if sink.saved < sink.total:
         return (
