@@ -295,6 +295,9 @@ class BashActivities(StagedMemory):
         """Check and run one command in ``scope`` (the activity body, callable directly
         by code that already holds a trusted scope, such as benchmarks)."""
         known = self._backend
+        if known is None:  # not selected yet (a caller without serving()): select it now
+            with contextlib.suppress(ApplicationError):
+                known = self.backend()
         check = await precheck(
             scope, request.command, staged_memory=known is None or known.has_mount_view
         )
