@@ -104,9 +104,12 @@ def _ref(sink: OutputSink, scope: Scope, own_virtual: PurePosixPath) -> str | No
 
 
 def _saved_note(name: str, sink: OutputSink, ref: str | None) -> str | None:
-    """What a saved stream's file lacks, else None: the file is gone (removed with what
-    the command wrote past its scratch quota, or by a command of the agent), or the
-    stream outgrew the saved cap too."""
+    """What a saved stream's file lacks, else None: it could not be made or written, it
+    is gone (removed with what the command wrote past its scratch quota, or by a
+    command of the agent), or the stream outgrew the saved cap too."""
+    if sink.unsaved is not None:
+        where = f"only its first {sink.saved} are saved in {ref}" if ref else "it is not saved"
+        return f"{name} was {sink.total} bytes: {where} ({sink.path.name}: {sink.unsaved})"
     if ref is None:
         return None
     if not os.path.lexists(sink.path):
