@@ -76,7 +76,9 @@ def _hint(scope: Scope, backend: Backend, spec: SandboxSpec, raw_err: str) -> st
     """Why a failed command may have worked elsewhere: a gap of the backend, or a write
     to a memory mount that only an overlay (a mount view) can stage."""
     hint = backend.explain(spec, raw_err)
-    memory = [str(m.real) for m in scope.mounts if m.store and m.writable]
+    # What the spec mounted there: a store that does not exist yet is an empty folder.
+    writable = {m.virtual for m in scope.mounts if m.store and m.writable}
+    memory = [str(m.source) for m in spec.mounts if m.target in writable]
     if hint is None and not backend.has_mount_view and "denied" in raw_err:
         return NO_STAGED_MEMORY if any(real in raw_err for real in memory) else None
     return hint
