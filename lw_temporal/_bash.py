@@ -295,6 +295,9 @@ class BashActivities(StagedMemory):
         """Check and run one command in ``scope`` (the activity body, callable directly
         by code that already holds a trusted scope, such as benchmarks)."""
         known = self._backend
+        if known is None:  # not selected yet (a caller without serving()): select it now
+            with contextlib.suppress(ApplicationError):
+                known = self.backend()
         check = await precheck(
             scope, request.command, staged_memory=known is None or known.has_mount_view
         )
@@ -378,9 +381,9 @@ class BashActivities(StagedMemory):
         out_ref, err_ref = _ref(stdout, scope, own_virtual), _ref(stderr, scope, own_virtual)
         notes = [
             f"command timed out after {timeout:g}s" if outcome.timed_out else None,
-            outcome.stopped,
             _saved_note("stdout", stdout, out_ref),
             _saved_note("stderr", stderr, err_ref),
+            outcome.stopped,  # after the notes it explains: the last line, as README says
             withheld,
             hint,
             _held_note(held),

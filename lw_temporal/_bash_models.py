@@ -11,6 +11,9 @@ from pydantic import Field
 from ._base import FrozenModel
 from ._egress._use import NetworkUse
 
+#: The longest command timeout a request may name.
+MAX_TIMEOUT_SECONDS = 365 * 24 * 3600.0
+
 
 class BashRequest(FrozenModel):
     """The ``lw.bash`` activity's input: one command line for the agent's sandboxed
@@ -19,7 +22,10 @@ class BashRequest(FrozenModel):
     #: No length bound here: a request that failed to decode would be retried; the
     #: pre-check refuses one over ``MAX_COMMAND_BYTES`` with a readable reason instead.
     command: str
-    timeout_seconds: float | None = Field(default=None, gt=0)
+    #: Bounded (a year; a worker caps it at its own ``max_timeout`` anyway): a caller
+    #: schedules the activity with this timeout, and ``1e300`` overflowed that
+    #: timedelta in the calling workflow's task.
+    timeout_seconds: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_SECONDS)
 
 
 class MemoryChange(FrozenModel):

@@ -76,7 +76,9 @@ def _hint(scope: Scope, backend: Backend, spec: SandboxSpec, raw_err: str) -> st
     """Why a failed command may have worked elsewhere: a gap of the backend, or a write
     to a memory mount that only an overlay (a mount view) can stage."""
     hint = backend.explain(spec, raw_err)
-    memory = [str(m.real) for m in scope.mounts if m.store and m.writable]
+    # What the spec mounted there: a store that does not exist yet is an empty folder.
+    writable = {m.virtual for m in scope.mounts if m.store and m.writable}
+    memory = [str(m.source) for m in spec.mounts if m.target in writable]
     if hint is None and not backend.has_mount_view and "denied" in raw_err:
         return NO_STAGED_MEMORY if any(real in raw_err for real in memory) else None
     return hint
@@ -104,15 +106,20 @@ def _ref(sink: OutputSink, scope: Scope, own_virtual: PurePosixPath) -> str | No
 
 
 def _saved_note(name: str, sink: OutputSink, ref: str | None) -> str | None:
-    """What a saved stream's file lacks, else None: the file was removed with what the
-    command wrote past its scratch quota, or the stream outgrew the saved cap too."""
+    """What a saved stream's file lacks, else None: it could not be made or written, it
+    is gone (removed with what the command wrote past its scratch quota, or by a
+    command of the agent), or the stream outgrew the saved cap too."""
+    if sink.unsaved is not None:
+        where = f"only its first {sink.saved} are saved in {ref}" if ref else "it is not saved"
+        return f"{name} was {sink.total} bytes: {where} ({sink.path.name}: {sink.unsaved})"
     if ref is None:
         return None
     if not os.path.lexists(sink.path):
         return (
-            f"{name} is not saved: {ref} was removed with what the command wrote past its "
-            "scratch quota; free room in /mnt/scratch/own (older outputs are in its "
-            f"{sink.path.parent.name} folder) or write a large output to a file"
+            f"{name} is not saved: {ref} is gone (past the scratch quota the largest files "
+            "a command wrote are removed; older outputs are in "
+            f"/mnt/scratch/own/{sink.path.parent.name}): free room or write a large output "
+            "to a file"
         )
     if sink.saved < sink.total:
         return (

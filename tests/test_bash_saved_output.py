@@ -54,4 +54,5 @@ async def test_a_saved_output_says_what_it_lacks(
 
     assert removed.stdout_bytes == 6_000_000 and removed.stopped is not None, removed
     assert not _saved(plugin, removed.stdout_ref).exists()
-    assert f"lw.bash: stdout is not saved: {removed.stdout_ref} was removed" in removed.stderr
+    assert f"lw.bash: stdout is not saved: {removed.stdout_ref} is gone" in removed.stderr
+    assert removed.stderr.endswith(f"lw.bash: {removed.stopped}\n"), removed.stderr  # last

@@ -70,6 +70,10 @@ def _memory_refused(result: BashResult) -> None:
     assert result.rejection is not None and result.rejection.endswith(NO_STAGED_MEMORY)
 
 
+def _no_terminal(result: BashResult) -> None:
+    assert result.exit_code != 0 and "Permission denied" in result.stderr, result.stderr
+
+
 def _outside_withheld(result: BashResult) -> None:
     assert result.stdout == "./\n" and result.listing_withheld == 1
     assert "lw.bash: 1 line of the listing withheld" in result.stderr
@@ -136,6 +140,12 @@ ROWS: list[tuple[str, str, Check, Check]] = [
         "find . -maxdepth 0 -printf '%p/\\n/etc/shadow\\n'",
         works("./\n/etc/shadow\n"),
         _outside_withheld,
+    ),
+    (
+        "pseudo-terminals",
+        "python3 -c 'import os; os.openpty(); print(\"pty\")'",
+        works("pty\n"),
+        _no_terminal,
     ),
 ]
 

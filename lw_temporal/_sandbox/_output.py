@@ -3,6 +3,7 @@ agent when it does not fit."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import IO
@@ -43,7 +44,9 @@ def _create_beside_agent(path: Path, user: SandboxUser | None = None) -> IO[byte
 
 class OutputSink:
     """Keeps ``cap`` bytes for the result; spills everything (to ``save_cap``) to
-    ``path`` once the stream outgrows the cap."""
+    ``path`` once the stream outgrows the cap. A file that cannot be made or written
+    (a folder the agent made unwritable to a non-root worker, a full disk) ends the
+    saving, never the command: ``unsaved`` says why."""
 
     def __init__(
         self, cap: int, save_cap: int, path: Path, user: SandboxUser | None = None
@@ -57,7 +60,10 @@ class OutputSink:
         self.tail = b""
         self.total = 0
         self.saved = 0
+        #: Why the stream is not (all) saved although it outgrew the cap, else None.
+        self.unsaved: str | None = None
         self._file: IO[bytes] | None = None
+        self._spilling = False
 
     @property
     def truncated(self) -> bool:
@@ -70,23 +76,33 @@ class OutputSink:
     def write(self, data: bytes) -> None:
         self.total += len(data)
         self.tail = (self.tail + data[-TAIL_BYTES:])[-TAIL_BYTES:]
-        if self._file is None and len(self.head) + len(data) <= self.cap:
+        if not self._spilling and len(self.head) + len(data) <= self.cap:
             self.head += data
             return
-        if self._file is None:
-            self._file = _create_beside_agent(self.path, self.user)
-            self._save(bytes(self.head))
-            room = self.cap - len(self.head)
-            self.head += data[: max(room, 0)]
+        if not self._spilling:
+            self._spilling = True
+            first = bytes(self.head)
+            self.head += data[: max(self.cap - len(self.head), 0)]
+            try:
+                self._file = _create_beside_agent(self.path, self.user)
+            except OSError as err:
+                self.unsaved = err.strerror or str(err)
+                return
+            self._save(first)
         self._save(data)
 
     def _save(self, data: bytes) -> None:
-        assert self._file is not None
         room = self.save_cap - self.saved
-        if room > 0:
+        if self._file is None or self.unsaved is not None or room <= 0:
+            return
+        try:
             self._file.write(data[:room])
-            self.saved += min(room, len(data))
+        except OSError as err:
+            self.unsaved = err.strerror or str(err)
+            return
+        self.saved += min(room, len(data))
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
+            with contextlib.suppress(OSError):  # a full disk's buffered bytes: unsaved
+                self._file.close()

@@ -98,7 +98,11 @@ def _record(
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{_fs.TMP_PREFIX}{os.getpid()}-{threading.get_ident()}")
-    tmp.write_bytes(manifest.model_dump_json(indent=2).encode())
+    # 0600, as every file of the bookkeeping: only the worker reads it.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(tmp, flags, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(manifest.model_dump_json(indent=2).encode())
     try:
         os.link(tmp, path)  # first writer wins; never replaces a recorded manifest
     except FileExistsError:
