@@ -359,12 +359,30 @@ async def follow(client: Client, root: str, screen: Screen, done: asyncio.Event)
         silent = not nodes or nodes[0].progress is None
         if silent and not hinted and time.monotonic() - screen.started > NO_WORKER_HINT_SECONDS:
             hinted = True
+            why = await failing_task(client, root)
             screen.out(
-                f"(no answer from {root}'s {PROGRESS_QUERY} query yet: is a worker with the "
-                "lw plugin polling its task queue?)"
+                terminal_safe(f"({root}'s workflow task fails on the worker: {why})")
+                if why
+                else f"(no answer from {root}'s {PROGRESS_QUERY} query yet: is a worker with "
+                "the lw plugin polling its task queue?)"
             )
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(done.wait(), POLL_SECONDS)
+
+
+async def failing_task(client: Client, workflow_id: str) -> str | None:
+    """Why the worker fails ``workflow_id``'s workflow task, retried until fixed (an
+    input sealed with keys the workers lack: ``run --data-dir`` naming another data
+    dir; a bug in workflow code), from its history; ``None`` when its last did not fail."""
+    failure: str | None = None
+    with contextlib.suppress(RPCError):
+        async for event in client.get_workflow_handle(workflow_id).fetch_history_events():
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+                attributes = event.workflow_task_failed_event_attributes
+                failure = attributes.failure.message or "no reason given"
+            elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                failure = None
+    return failure
 
 
 def new_token() -> str:
