@@ -314,6 +314,10 @@ def _parse_segments(segments: list[str], workflow_id: str) -> AgentId:
     )
 
 
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
 def parse_workflow_id_for_type(workflow_id: str, workflow_type: str) -> AgentId:
     """Parse and check that the ID's role is the one ``workflow_type`` runs."""
     agent_id = parse_workflow_id(workflow_id)
@@ -324,10 +328,11 @@ def parse_workflow_id_for_type(workflow_id: str, workflow_type: str) -> AgentId:
             f"({', '.join(ROLE_FOR_WORKFLOW_TYPE)})"
         )
     if agent_id.role is not role:
+        found, wanted = agent_id.role.value, role.value
         raise InvalidWorkflowId(
-            f"workflow ID {workflow_id!r} is a {agent_id.role.value} ID but runs as "
-            f"{workflow_type}; start it as {agent_id.workflow_type} or use a "
-            f"{role.value} ID"
+            f"workflow ID {workflow_id!r} is {_article(found)} {found} ID but runs as "
+            f"{workflow_type}; start it as {agent_id.workflow_type} or use "
+            f"{_article(wanted)} {wanted} ID"
         )
     return agent_id
 

@@ -40,7 +40,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from ._agent import AgentResult, Progress
 from ._failures import failure_message
 from ._ids import PROGRESS_QUERY
-from ._privacy._codec import PayloadSealed
+from ._privacy._codec import NoKeysGiven, PayloadSealed
 from ._terminal import terminal_safe
 
 #: Seconds between two looks at a live tree.
@@ -87,6 +87,9 @@ class Node:
     children: tuple[str, ...] = ()
     #: The newest output of the command the agent is running, if any.
     output: str = ""
+    #: Why its result could not be read (a closed one whose payloads this client
+    #: cannot open: it lacks the workers' keys).
+    sealed: str = ""
 
     @property
     def failed(self) -> bool:
@@ -98,6 +101,8 @@ class Node:
         progress = self.progress
         if progress is None:
             label = _CLOSED_LABEL.get(self.status, "starting") if self.status else "starting"
+            if self.sealed:
+                label += f"  (result sealed: {self.sealed if self.depth == 0 else 'as above'})"
             return terminal_safe(f"{indent}{name}  {label}")
         what = f"{progress.role.value} {progress.definition_id or 'pipeline'}"
         status = self.status
@@ -214,18 +219,25 @@ async def _node(client: Client, workflow_id: str, depth: int, asking: _Asking) -
         return Node(workflow_id, depth, progress, status, tuple(progress.children), output)
     if status in (None, WorkflowExecutionStatus.RUNNING):
         return Node(workflow_id, depth, None, status)
-    progress, children = await _from_history(client, workflow_id, status)
-    return Node(workflow_id, depth, progress, status, children)
+    progress, children, sealed = await _from_history(client, workflow_id, status)
+    return Node(workflow_id, depth, progress, status, children, sealed=sealed)
 
 
 async def _from_history(
     client: Client, workflow_id: str, status: WorkflowExecutionStatus
-) -> tuple[Progress | None, tuple[str, ...]]:
+) -> tuple[Progress | None, tuple[str, ...], str]:
     """A closed workflow no worker answers for, from its history: a finished agent's
-    result (its summary, turns, tokens and children), else the children it started."""
+    result (its summary, turns, tokens and children), else the children it started
+    and, when its result is sealed with a key this client lacks, why."""
+    sealed = ""
     if status is WorkflowExecutionStatus.COMPLETED:
         with contextlib.suppress(Exception):  # not an agent's result (a dream's...)
-            result = await client.get_workflow_handle(workflow_id, result_type=AgentResult).result()
+            try:
+                agent = client.get_workflow_handle(workflow_id, result_type=AgentResult)
+                result = await agent.result()
+            except PayloadSealed as err:  # (a client without keys has said so already)
+                sealed = "" if isinstance(err, NoKeysGiven) else str(err)
+                raise
             progress = Progress(
                 workflow_id=workflow_id,
                 role=result.role,
@@ -239,7 +251,7 @@ async def _from_history(
                 usage=result.usage,
                 tree_usage=result.tree_usage,
             )
-            return progress, tuple(result.children)
+            return progress, tuple(result.children), ""
     children: list[str] = []
     handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(workflow_id)
     with contextlib.suppress(RPCError):
@@ -249,7 +261,7 @@ async def _from_history(
                 children.append(child.workflow_id)
                 if len(children) >= TREE_LIMIT:
                     break
-    return None, tuple(dict.fromkeys(children))
+    return None, tuple(dict.fromkeys(children)), sealed
 
 
 async def _command_output(client: Client, described: WorkflowExecutionDescription) -> str:
@@ -359,12 +371,30 @@ async def follow(client: Client, root: str, screen: Screen, done: asyncio.Event)
         silent = not nodes or nodes[0].progress is None
         if silent and not hinted and time.monotonic() - screen.started > NO_WORKER_HINT_SECONDS:
             hinted = True
+            why = await failing_task(client, root)
             screen.out(
-                f"(no answer from {root}'s {PROGRESS_QUERY} query yet: is a worker with the "
-                "lw plugin polling its task queue?)"
+                terminal_safe(f"({root}'s workflow task fails on the worker: {why})")
+                if why
+                else f"(no answer from {root}'s {PROGRESS_QUERY} query yet: is a worker with "
+                "the lw plugin polling its task queue?)"
             )
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(done.wait(), POLL_SECONDS)
+
+
+async def failing_task(client: Client, workflow_id: str) -> str | None:
+    """Why the worker fails ``workflow_id``'s workflow task, retried until fixed (an
+    input sealed with keys the workers lack: ``run --data-dir`` naming another data
+    dir; a bug in workflow code), from its history; ``None`` when its last did not fail."""
+    failure: str | None = None
+    with contextlib.suppress(RPCError):
+        async for event in client.get_workflow_handle(workflow_id).fetch_history_events():
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+                attributes = event.workflow_task_failed_event_attributes
+                failure = attributes.failure.message or "no reason given"
+            elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                failure = None
+    return failure
 
 
 def new_token() -> str:

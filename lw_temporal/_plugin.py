@@ -84,6 +84,26 @@ def _passthrough(runner: WorkflowRunner | None) -> WorkflowRunner:
     return runner
 
 
+def _check_model(model: object) -> None:
+    """A model must be one: a factory or a class given for what it makes
+    (``model=sample_model``) would only fail at the first turn, and again per retry."""
+    if model is None or (isinstance(model, Model) and not isinstance(model, type)):
+        return
+    name = getattr(model, "__qualname__", None)
+    if callable(model) and name:
+        kind, arguments = ("class", "(...)") if isinstance(model, type) else ("function", "()")
+        what = f"the {kind} {name} (call it: model={name}{arguments})"
+    else:
+        kind = type(model).__name__
+        what = f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
+        if isinstance(model, str):
+            what += " (lw_temporal.models.model_from_spec builds one from 'provider:model')"
+    raise TypeError(
+        f"model= takes a Model, an object with async next_turn(request) such as "
+        f"AnthropicModel(...) or ScriptedModel(scripts), not {what}"
+    )
+
+
 def _check_policies(config: LwConfig, memory: MemoryOptions) -> None:
     """Every release policy a definition names must be given, or a definition that
     meant to be released by code would wait for a person forever, silently."""
@@ -152,6 +172,7 @@ class LittleWorkflowPlugin(SimplePlugin):
         privacy: PrivacyOptions | None = None,
         egress: EgressOptions | None = None,
     ) -> None:
+        _check_model(model)
         model_calls = model_calls or ModelCallOptions()
         orchestrator = orchestrator or OrchestratorOptions()
         bash = bash or BashOptions()

@@ -97,9 +97,28 @@ def build_model(spec: str, base_url: str | None = None) -> Any:
     from ..models._spec import is_provider_spec
 
     if not is_provider_spec(spec):
-        model = load_object(spec)
-        # A factory (class or function) is called; a ready Model is used as is.
-        return model() if not hasattr(model, "next_turn") else model
+        made = load_object(spec)
+        # A factory (class or function) is called; a ready Model is used as is (the
+        # plugin refuses what is not one, naming it).
+        if not isinstance(made, type) and hasattr(made, "next_turn"):
+            return made
+        if not callable(made):
+            raise CliError(
+                f"--model {spec} is a {type(made).__name__}, not a Model (an object with "
+                "async next_turn) or a factory returning one",
+                USAGE,
+            )
+        try:
+            model = made()
+        except Exception as err:
+            raise CliError(f"--model {spec}: calling it failed: {explain(err)}", USAGE) from err
+        if not hasattr(model, "next_turn"):
+            raise CliError(
+                f"--model {spec} returned a {type(model).__name__}, not a Model (an object "
+                "with async next_turn)",
+                USAGE,
+            )
+        return model
     try:
         return model_from_spec(spec, base_url=base_url)
     except ModelSpecError as err:

@@ -36,6 +36,7 @@ from .._privacy import (
     sealed_by,
     with_codec,
 )
+from .._privacy._codec import NoKeysGiven
 from .._privacy._registry import DiscoveredKeyStore, lookup
 from .._privacy._remote import RemoteCodec
 from ._common import CliError, load_object
@@ -180,7 +181,7 @@ class Keyless(PayloadCodec):
         for payload in payloads:
             if payload.metadata.get("encoding") == ENCODING:
                 self._warn()
-                raise PayloadSealed(
+                raise NoKeysGiven(
                     f"payload sealed with the key of run tree {sealed_by(payload)!r}: give "
                     f"this command the workers' keys (--data-dir DIR or ${DATA_DIR_VARIABLE}, "
                     f"or --codec-endpoint URL --codec-auth 'Bearer <token>')"

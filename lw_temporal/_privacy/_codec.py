@@ -51,6 +51,11 @@ class PayloadSealed(ValueError):
     absent from the key store it was given, or the payload was altered."""
 
 
+class NoKeysGiven(PayloadSealed):
+    """A sealed payload met by a client given no keys at all, which has said so once
+    already (views need not repeat it per payload)."""
+
+
 class KeyRing:
     """The keys a process has read, kept ``ttl`` seconds each (then read again, so a
     key shredded elsewhere stops working here within ``ttl``), ``capacity`` at most."""

@@ -37,7 +37,7 @@ from temporalio.exceptions import ApplicationError
 from .._agent import ModelRequest, ModelResponse, StopReason, ToolCall, ToolSpec, Usage
 from .._agent._compaction import COMPACT_NOTE
 from .._edit import VIEW_CHARS
-from ..errors._kinds import MODEL_CONTEXT_OVERFLOW
+from ..errors._kinds import MODEL_AUTH, MODEL_CONTEXT_OVERFLOW
 from ._errors import refused, sdk_error
 
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
@@ -111,6 +111,17 @@ class AnthropicModel:
         except (anthropic.APIStatusError, anthropic.APIConnectionError) as err:
             raise sdk_error(
                 err, provider="Anthropic", model=self.model, where=where, key_variable=KEY_VARIABLE
+            ) from None
+        except TypeError as err:
+            # The SDK builds a client without a key and says so only here, as a TypeError
+            # that a retry would meet again.
+            if "authentication" not in str(err):
+                raise
+            raise ApplicationError(
+                f"Anthropic {self.model!r} ({where}): no API key: set {KEY_VARIABLE} in the "
+                "worker's environment, or pass client=anthropic.AsyncAnthropic(api_key=...)",
+                type=MODEL_AUTH,
+                non_retryable=True,
             ) from None
         return self.response(message, where)
 
