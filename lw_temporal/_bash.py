@@ -88,6 +88,9 @@ REJECTED_EXIT_CODE = 126
 TIMEOUT_EXIT_CODE = 124
 #: Folder (inside the own scratch) holding full outputs that did not fit the result.
 OUTPUT_FOLDER = ".bash-output"
+#: The saved outputs of an agent's earlier commands are cut, oldest first, to this
+#: fraction of its scratch quota (a quarter: 256 MiB of the default 1 GiB).
+SAVED_OUTPUT_SHARE = 4
 
 
 def apply_staged(scope: Scope, store: StoreRef, changes: Sequence[StoreChange]) -> CommitOutcome:
@@ -324,11 +327,12 @@ class BashActivities(StagedMemory):
                 scope, backend, request.command, timeout, staged, user=user, network=network
             )
             out_dir = scope.own_scratch / OUTPUT_FOLDER
+            keep = spec.limits.writable_bytes // SAVED_OUTPUT_SHARE  # earlier commands'
             stdout = OutputSink(
-                self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stdout", user
+                self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stdout", user, keep
             )
             stderr = OutputSink(
-                self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stderr", user
+                self.output_cap, self.saved_output_cap, out_dir / f"{tag}.stderr", user, keep
             )
             live = None if heartbeat is None else _with_tails(heartbeat, stdout, stderr)
             if network is not None and self.taint is not None:

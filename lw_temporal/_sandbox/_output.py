@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from pathlib import Path
 from typing import IO
 
@@ -12,13 +13,20 @@ from ._identity import SandboxUser
 
 #: Bytes of a running command's newest output kept for its live view.
 TAIL_BYTES = 512
+#: Saved outputs one spill looks at, at most, to remove the oldest.
+_PRUNE_SCAN = 4096
+_SAVED = (".stdout", ".stderr")
 
 
-def _create_beside_agent(path: Path, user: SandboxUser | None = None) -> IO[bytes]:
+def _create_beside_agent(
+    path: Path, user: SandboxUser | None = None, keep: int | None = None
+) -> IO[bytes]:
     """Create ``path`` in a folder the sandboxed command can write, as the worker,
     without following any symlink the command planted there (the folder itself or
     the file): otherwise the worker would write wherever the agent points it. Both
-    belong to the sandbox user, like everything else in the command's scratch."""
+    belong to the sandbox user, like everything else in the command's scratch. With
+    ``keep``, the saved outputs of earlier commands are first cut to that many bytes
+    (:func:`_prune`)."""
     folder = path.parent
     try:
         folder.mkdir(exist_ok=False)
@@ -28,6 +36,8 @@ def _create_beside_agent(path: Path, user: SandboxUser | None = None) -> IO[byte
             folder.mkdir()
     dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
+        if keep is not None:
+            _prune(dir_fd, keep, spare=path.name.rsplit(".", 1)[0] + ".")
         fd = os.open(
             path.name,
             os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
@@ -42,6 +52,36 @@ def _create_beside_agent(path: Path, user: SandboxUser | None = None) -> IO[byte
     return os.fdopen(fd, "wb")
 
 
+def _prune(dir_fd: int, keep: int, *, spare: str) -> None:
+    """Remove the oldest saved outputs while they hold more than ``keep`` bytes on
+    disk (those named ``spare...``, the command's own, stay). Every command that says
+    more than the cap saves a file, and the files count against the agent's scratch
+    quota: a long run's old logs would fill it, and the quota would then take what
+    the agent's next command writes. Names are unlinked in the folder opened without
+    following links, so nothing outside it is touched."""
+    found: list[tuple[int, str, int]] = []
+    total = 0
+    with os.scandir(dir_fd) as entries:
+        for count, entry in enumerate(entries):
+            if count >= _PRUNE_SCAN:
+                break
+            if entry.name.startswith(spare) or not entry.name.endswith(_SAVED):
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                total += info.st_blocks * 512
+                found.append((info.st_mtime_ns, entry.name, info.st_blocks * 512))
+    for _, name, size in sorted(found):
+        if total <= keep:
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=dir_fd)
+        total -= size
+
+
 class OutputSink:
     """Keeps ``cap`` bytes for the result; spills everything (to ``save_cap``) to
     ``path`` once the stream outgrows the cap. A file that cannot be made or written
@@ -49,9 +89,16 @@ class OutputSink:
     saving, never the command: ``unsaved`` says why."""
 
     def __init__(
-        self, cap: int, save_cap: int, path: Path, user: SandboxUser | None = None
+        self,
+        cap: int,
+        save_cap: int,
+        path: Path,
+        user: SandboxUser | None = None,
+        keep: int | None = None,
     ) -> None:
         self.user = user
+        #: Bytes the agent's earlier saved outputs may hold (the oldest go first).
+        self.keep = keep
         self.cap = cap
         self.save_cap = save_cap
         self.path = path
@@ -84,7 +131,7 @@ class OutputSink:
             first = bytes(self.head)
             self.head += data[: max(self.cap - len(self.head), 0)]
             try:
-                self._file = _create_beside_agent(self.path, self.user)
+                self._file = _create_beside_agent(self.path, self.user, self.keep)
             except OSError as err:
                 self.unsaved = err.strerror or str(err)
                 return
