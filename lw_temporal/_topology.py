@@ -242,19 +242,20 @@ class Topology:
             current: str | None = layout.memory_id_file.read_text().strip() or None
         except FileNotFoundError:
             current = None
-        if current is None and bound is not None:
+        # An empty mount point has no id: given one here, it is refused, never made up.
+        known = (
+            f"this host's runs root {layout.local_root} served memory {bound}"
+            if bound is not None
+            else f"this worker was told its peers use memory {self.expected_memory_id}"
+            if self.expected_memory_id is not None
+            else None
+        )
+        if current is None and known is not None:
             raise TopologyMismatch(
                 f"memory root {layout.root} has no lw id ({layout.memory_id_file}), but "
-                f"this host's runs root {layout.local_root} served memory {bound}: the "
-                f"shared memory volume is probably not mounted at {layout.root}. Mount it "
-                "(or point --memory-root at it) and start again. " + TOPOLOGY_OPTIONS
-            )
-        if current is None and self.expected_memory_id is not None:
-            raise TopologyMismatch(
-                f"memory root {layout.root} has no lw id ({layout.memory_id_file}), but this "
-                f"worker was told its peers use memory {self.expected_memory_id}: the shared "
-                f"memory volume is probably not mounted at {layout.root}. Mount it (or point "
-                "--memory-root at it) and start again. " + TOPOLOGY_OPTIONS
+                f"{known}: the shared memory volume is probably not mounted at "
+                f"{layout.root}. Mount it (or point --memory-root at it) and start again. "
+                + TOPOLOGY_OPTIONS
             )
         if current is None:
             publish(layout.memory_id_file, f"{uuid.uuid4()}\n".encode())

@@ -210,3 +210,10 @@ SANDBOXES = [
         "landlock", marks=pytest.mark.skipif(landlock_abi() < 6, reason="needs Landlock ABI 6+")
     ),
 ]
+
+
+def saved_file(scratch: Path, ref: str | None) -> Path:
+    """Where a result's ``stdout_ref``/``stderr_ref`` (a path of the agent's view)
+    is on the host, given the agent's own scratch."""
+    assert ref is not None and ref.startswith("/mnt/scratch/own/"), ref
+    return scratch / ref.removeprefix("/mnt/scratch/own/")

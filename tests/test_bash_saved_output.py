@@ -12,16 +12,14 @@ from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal.options import BashOptions, Limits
-from tests._bash_support import SANDBOXES, bash_worker
+from tests._bash_support import SANDBOXES, bash_worker, saved_file
 
 PLANNER = "run_cr@saved"
 MIB = 1 << 20
 
 
 def _saved(plugin: LittleWorkflowPlugin, ref: str | None) -> Path:
-    assert ref is not None and ref.startswith("/mnt/scratch/own/"), ref
-    scratch = plugin.config.scope_of(PLANNER, "lw.Planner").own_scratch
-    return scratch / ref.removeprefix("/mnt/scratch/own/")
+    return saved_file(plugin.config.scope_of(PLANNER, "lw.Planner").own_scratch, ref)
 
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)

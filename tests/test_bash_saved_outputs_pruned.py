@@ -14,17 +14,12 @@ from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal.options import BashOptions, Limits
-from tests._bash_support import SANDBOXES, bash_worker
+from tests._bash_support import SANDBOXES, bash_worker, saved_file
 
 PLANNER = "run_cr@pruned"
 MIB = 1 << 20
 COMMANDS = 14
 SIZE = 400_000
-
-
-def _saved(scratch: Path, ref: str | None) -> Path:
-    assert ref is not None and ref.startswith("/mnt/scratch/own/"), ref
-    return scratch / ref.removeprefix("/mnt/scratch/own/")
 
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)
@@ -46,9 +41,9 @@ async def test_old_saved_outputs_go_first_and_the_quota_is_never_reached(
     assert all(r.stopped is None and r.exit_code == 0 for r in results), [
         r.stopped for r in results
     ]  # COMMANDS x SIZE is past the quota: without the cut the quota stopped them
-    newest = _saved(scratch, results[-1].stdout_ref)
+    newest = saved_file(scratch, results[-1].stdout_ref)
     assert newest.stat().st_size == SIZE
-    assert not _saved(scratch, results[0].stdout_ref).exists()
+    assert not saved_file(scratch, results[0].stdout_ref).exists()
     folder = newest.parent
     held = sum(p.stat().st_blocks * 512 for p in folder.iterdir())
     assert held <= MIB + 2 * SIZE, held  # a quarter of the quota, and the newest

@@ -120,10 +120,14 @@ class Relay:
     def _bytes_limit(self) -> str:
         return f"the command's network limit of {self.config.max_bytes} bytes is reached"
 
+    def _left(self) -> int:
+        """Bytes the command may still move, both ways together."""
+        return self.config.max_bytes - self.bytes_sent - self.bytes_received
+
     def _room(self, size: int) -> int:
         """How many of ``size`` bytes may go now: at the command's byte limit,
         :class:`LimitReached`."""
-        room = self.config.max_bytes - self.bytes_sent - self.bytes_received
+        room = self._left()
         if room <= 0:
             raise LimitReached
         return min(size, room)
@@ -284,9 +288,8 @@ class _Meter:
         return self.relay._room(size)
 
     def take(self, size: int) -> int:
-        config, relay = self.relay.config, self.relay
-        granted = max(0, min(size, config.max_bytes - relay.bytes_sent - relay.bytes_received))
-        relay._count(self.attempt, granted, received=self.received)
+        granted = max(0, min(size, self.relay._left()))
+        self.relay._count(self.attempt, granted, received=self.received)
         return granted
 
 

@@ -72,8 +72,9 @@ def _prune(dir_fd: int, keep: int, *, spare: str) -> None:
             except OSError:
                 continue
             if stat.S_ISREG(info.st_mode):
-                total += info.st_blocks * 512
-                found.append((info.st_mtime_ns, entry.name, info.st_blocks * 512))
+                size = info.st_blocks * 512
+                total += size
+                found.append((info.st_mtime_ns, entry.name, size))
     for _, name, size in sorted(found):
         if total <= keep:
             return
