@@ -41,19 +41,24 @@ NO_PID = 4_194_305
 
 
 def _rmdir_idle(path: Path) -> None:
-    """Remove an idle (empty) cgroup folder. The kernel may refuse for a moment after
-    the last process left (a memory cgroup is busy until the exited task is released),
-    so it is tried again briefly; a process still listed in it is a real failure."""
+    """Remove an idle cgroup folder. An idle cgroup may still list its last command's
+    processes while they die (``CommandCgroup.close`` kills them without waiting, and
+    a process stays listed until it is reaped; ``create`` reuses it only once empty),
+    and the kernel may refuse for a moment after the last one left (a memory cgroup is
+    busy until the exited task is released): so it is tried again for up to 5 s, and a
+    process still listed then is a real failure."""
     deadline = time.monotonic() + 5
     while True:
         try:
             path.rmdir()
             return
         except OSError as err:
-            if err.errno != errno.EBUSY or time.monotonic() > deadline:
+            if err.errno != errno.EBUSY:
                 raise
-        procs = (path / "cgroup.procs").read_text().split()
-        assert procs == [], f"an idle command cgroup still holds processes {procs}: {path}"
+            if time.monotonic() > deadline:
+                procs = (path / "cgroup.procs").read_text().split()
+                assert procs == [], f"an idle command cgroup still holds {procs} after 5 s: {path}"
+                raise
         time.sleep(0.05)
 
 
