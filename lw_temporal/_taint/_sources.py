@@ -61,16 +61,32 @@ def _as_orchestrator(definition: WorkflowDefinition, path: PurePosixPath) -> Pur
     return path
 
 
+def _as_dream(target: WorkflowDefinition, path: PurePosixPath) -> PurePosixPath:
+    """Where a dream of ``target`` sees what the target's agents see at ``path``: the
+    target's workflow store under ``peer-workflows/<target>/``, org where it is (a
+    path it cannot see matches nothing)."""
+    mount, *rest = path.relative_to(_MEMORY).parts
+    if mount == "workflow":
+        return _MEMORY.joinpath("peer-workflows", target.id, *rest)
+    return path
+
+
 def untrusted_paths(scope: Scope, served: Served | None = None) -> tuple[PurePosixPath, ...]:
     """The untrusted paths of ``scope``'s view (attach mounts marked untrusted, and the
     definition's ``memory.untrusted``). An orchestrator has no definition of its own:
     what any definition it composes (``served``) marks is untrusted for it too, where
     its view shows it, or it could read a mail in the org inbox and hand it to a
-    planner as an untainted task."""
+    planner as an untainted task; a dream takes its target's, so that its proposals
+    say ``tainted`` to their reviewer."""
     definition = scope.definition
     if definition is not None:
         return tuple(_marked(definition))
-    if scope.role is not Role.ORCHESTRATOR or not served:
+    if not served:
+        return ()
+    if scope.role is Role.DREAMING:
+        target = served.get(scope.agent_id.definition_id or "")
+        return () if target is None else tuple(_as_dream(target, p) for p in _marked(target))
+    if scope.role is not Role.ORCHESTRATOR:
         return ()
     found = (_as_orchestrator(d, p) for d in served.values() for p in _marked(d))
     return tuple(dict.fromkeys(found))

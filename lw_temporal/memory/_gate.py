@@ -29,7 +29,7 @@ import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from .._ids import InvalidWorkflowId, parse_workflow_id
+from .._ids import InvalidWorkflowId, Role, parse_workflow_id
 from .._sandbox import SandboxUser
 from .._scope import Mount, Scope, StoreKind, StoreRef
 from .._taint import TaintBook, TaintMarks, TaintRecord, untrusted_in_view, untrusted_paths
@@ -271,7 +271,11 @@ class TaintGate:
 
 
 def _whose(scope: Scope) -> str:
-    return "its definition" if scope.definition is not None else "a definition it composes"
+    if scope.definition is not None:
+        return "its definition"
+    if scope.role is Role.DREAMING:
+        return "the definition it consolidates"
+    return "a definition it composes"
 
 
 def _key(provenance: Provenance, store: StoreRef) -> tuple[str, str, int, StoreRef] | None:
