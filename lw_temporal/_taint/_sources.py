@@ -15,7 +15,8 @@ Two kinds of source live in memory:
 A read through the memory activities is checked path by path. A bash command cannot
 be watched file by file, so it is judged by what its view holds: a command of a run
 whose mounts show a non-empty untrusted path, or a store with marks, taints the run
-before it starts, whatever it then reads.
+before it starts, and again when it ends (what arrived meanwhile), whatever it
+then reads.
 """
 
 from __future__ import annotations

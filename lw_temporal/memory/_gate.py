@@ -17,7 +17,7 @@ up the writing run in the worker's taint book (the run named by the activity's o
 
 Reads taint the reader when they return untrusted input: a path under an untrusted
 attach or prefix of its definition, or a marked file. A bash command is judged by its
-view before it starts (``before_command``).
+view before it starts and again when it ends (``before_command``).
 """
 
 from __future__ import annotations
