@@ -343,6 +343,9 @@ class BashActivities(StagedMemory):
                 raise lw_error(
                     SANDBOX_UNAVAILABLE, f"workflow {scope.workflow_id}: lw.bash cannot run: {err}"
                 ) from None
+            finally:
+                if self.taint is not None:  # what the view gained while it ran (a mail
+                    self.taint.before_command(scope)  # dropped in the inbox) it may have read
             head_err = bytes(stderr.head)
             if outcome.launch_failed is not None:
                 no_broker = network is not None and NO_BROKER in outcome.launch_failed

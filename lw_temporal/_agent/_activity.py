@@ -295,6 +295,12 @@ class ModelActivities:
                 scope.workflow_id, "task", "its starter marked the task untrusted "
                 "(AgentInput(untrusted=True))",
             )  # fmt: skip
+        elif self.taint is not None:
+            # A tainted child's summary reaches the model in this turn's results: record
+            # the run's taint through its tree before the model reads it, so a child it
+            # starts next (an orchestrator's next planner, whose ID is no descendant of
+            # the tainted one) finds a tainted ancestor. One stat for an untainted tree.
+            self.taint.status(scope.workflow_id)
         folder = self.conversations.folder(scope.agent_id.segments, turn.conversation)
         if turn.rebuild is not None:
             self.conversations.rebuild(folder, turn.task, turn.rebuild, turn.turn)

@@ -221,6 +221,11 @@ def _render_mutation(result: MutationResult) -> Rendered:
         text += "; scan findings (kept, not blocking): " + ", ".join(
             f"{f.rule} at line {f.line}" for f in result.findings
         )
+    if result.held:
+        text += (
+            "; held in quarantine: this run read untrusted input, so its change to shared "
+            "memory waits for a person's release (this run sees it, other runs do not yet)"
+        )
     return Rendered(text)
 
 

@@ -112,6 +112,9 @@ class TaintBook:
         what the command left in the run's scratch is never taken for vetted."""
         agent = parse_workflow_id(workflow_id)
         path = self._pending(agent, workflow_id)
+        # A mark already there is an earlier command's (a retried one's first attempt,
+        # whose worker died): it counts now, before this command's settling removes it.
+        self.status(workflow_id, relatives=False)
         record = TaintRecord(
             workflow_id=workflow_id, since=now(), source="network",
             reason="a command that could reach the network through the egress proxy "

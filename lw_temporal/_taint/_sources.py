@@ -15,7 +15,8 @@ Two kinds of source live in memory:
 A read through the memory activities is checked path by path. A bash command cannot
 be watched file by file, so it is judged by what its view holds: a command of a run
 whose mounts show a non-empty untrusted path, or a store with marks, taints the run
-before it starts, whatever it then reads.
+before it starts, and again when it ends (what arrived meanwhile), whatever it
+then reads.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
-from .._ids import DataLayout
+from .._definitions import WorkflowDefinition
+from .._ids import DataLayout, Role
 from .._scope import Scope, StoreRef
 from ._book import private_folder
 
@@ -34,33 +36,78 @@ _cache: dict[str, tuple[tuple[int, int], dict[str, str]]] = {}
 _lock = threading.Lock()
 
 
-def untrusted_paths(scope: Scope) -> tuple[PurePosixPath, ...]:
-    """The untrusted paths of ``scope``'s view (attach mounts marked untrusted, and the
-    definition's ``memory.untrusted``)."""
-    definition = scope.definition
-    if definition is None:
-        return ()
+#: The definitions a worker serves, by id (an orchestrator's untrusted paths are theirs).
+Served = Mapping[str, WorkflowDefinition]
+_MEMORY = PurePosixPath("/mnt/memory")
+
+
+def _marked(definition: WorkflowDefinition) -> list[PurePosixPath]:
     memory = definition.memory
     found = [PurePosixPath(p) for p in memory.untrusted]
     for spec in memory.attach:
         if spec.untrusted:
-            found.append(PurePosixPath("/mnt/memory/peer-workflows") / spec.id)
-    return tuple(found)
+            found.append(_MEMORY / "peer-workflows" / spec.id)
+    return found
 
 
-def untrusted_at(scope: Scope, virtual: PurePosixPath | str) -> PurePosixPath | None:
+def _as_orchestrator(definition: WorkflowDefinition, path: PurePosixPath) -> PurePosixPath:
+    """Where an orchestrator sees what ``definition``'s agents see at ``path``: its
+    workflow store and its peers' under ``available-workflows/``, org and pipeline
+    where they are."""
+    mount, *rest = path.relative_to(_MEMORY).parts
+    if mount == "workflow":
+        return _MEMORY.joinpath("available-workflows", definition.id, *rest)
+    if mount == "peer-workflows" and rest:
+        return _MEMORY.joinpath("available-workflows", *rest)
+    return path
+
+
+def _as_dream(target: WorkflowDefinition, path: PurePosixPath) -> PurePosixPath:
+    """Where a dream of ``target`` sees what the target's agents see at ``path``: the
+    target's workflow store under ``peer-workflows/<target>/``, org where it is (a
+    path it cannot see matches nothing)."""
+    mount, *rest = path.relative_to(_MEMORY).parts
+    if mount == "workflow":
+        return _MEMORY.joinpath("peer-workflows", target.id, *rest)
+    return path
+
+
+def untrusted_paths(scope: Scope, served: Served | None = None) -> tuple[PurePosixPath, ...]:
+    """The untrusted paths of ``scope``'s view (attach mounts marked untrusted, and the
+    definition's ``memory.untrusted``). An orchestrator has no definition of its own:
+    what any definition it composes (``served``) marks is untrusted for it too, where
+    its view shows it, or it could read a mail in the org inbox and hand it to a
+    planner as an untainted task; a dream takes its target's, so that its proposals
+    say ``tainted`` to their reviewer."""
+    definition = scope.definition
+    if definition is not None:
+        return tuple(_marked(definition))
+    if not served:
+        return ()
+    if scope.role is Role.DREAMING:
+        target = served.get(scope.agent_id.definition_id or "")
+        return () if target is None else tuple(_as_dream(target, p) for p in _marked(target))
+    if scope.role is not Role.ORCHESTRATOR:
+        return ()
+    found = (_as_orchestrator(d, p) for d in served.values() for p in _marked(d))
+    return tuple(dict.fromkeys(found))
+
+
+def untrusted_at(
+    scope: Scope, virtual: PurePosixPath | str, served: Served | None = None
+) -> PurePosixPath | None:
     """The untrusted path ``virtual`` lies at or below, if any."""
     path = PurePosixPath(virtual)
-    for prefix in untrusted_paths(scope):
+    for prefix in untrusted_paths(scope, served):
         if path == prefix or prefix in path.parents:
             return prefix
     return None
 
 
-def untrusted_in_view(scope: Scope) -> PurePosixPath | None:
+def untrusted_in_view(scope: Scope, served: Served | None = None) -> PurePosixPath | None:
     """An untrusted path of the view that holds something (a file, or a folder with
     an entry): what a bash command could read."""
-    for prefix in untrusted_paths(scope):
+    for prefix in untrusted_paths(scope, served):
         real = scope.to_real(prefix)
         if real is None:
             continue

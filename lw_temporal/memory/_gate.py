@@ -17,7 +17,7 @@ up the writing run in the worker's taint book (the run named by the activity's o
 
 Reads taint the reader when they return untrusted input: a path under an untrusted
 attach or prefix of its definition, or a marked file. A bash command is judged by its
-view before it starts (``before_command``).
+view before it starts and again when it ends (``before_command``).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from .._ids import InvalidWorkflowId, parse_workflow_id
+from .._ids import InvalidWorkflowId, Role, parse_workflow_id
 from .._sandbox import SandboxUser
 from .._scope import Mount, Scope, StoreKind, StoreRef
-from .._taint import TaintBook, TaintMarks, TaintRecord, untrusted_at, untrusted_in_view
+from .._taint import TaintBook, TaintMarks, TaintRecord, untrusted_in_view, untrusted_paths
 from ._held import HeldStore
 from ._hold import Hold
 from ._ledger import key_hash
@@ -165,13 +165,14 @@ class TaintGate:
         if mount.store is None:
             return
         rels = list(rels)
-        for rel in rels:
-            prefix = untrusted_at(scope, mount.virtual / rel if rel else mount.virtual)
+        prefixes = untrusted_paths(scope, self.config.definitions)
+        for rel in rels if prefixes else ():
+            virtual = mount.virtual / rel if rel else mount.virtual
+            prefix = next((p for p in prefixes if p == virtual or p in virtual.parents), None)
             if prefix is not None:
                 self.book.taint(
                     scope.workflow_id, "untrusted-input",
-                    f"read {mount.virtual / rel if rel else mount.virtual}, under {prefix} "
-                    "(untrusted input by its definition)",
+                    f"read {virtual}, under {prefix} (untrusted input by {_whose(scope)})",
                 )  # fmt: skip
                 break
         hit = self.marks.hit(mount.store, rels)
@@ -186,12 +187,12 @@ class TaintGate:
     def before_command(self, scope: Scope) -> None:
         """A command may read anything its view shows: taint the run if the view holds
         untrusted input or files tainted runs wrote."""
-        prefix = untrusted_in_view(scope)
+        prefix = untrusted_in_view(scope, self.config.definitions)
         if prefix is not None:
             self.book.taint(
                 scope.workflow_id, "untrusted-input",
-                f"ran a command whose view holds {prefix} (untrusted input by its "
-                "definition)",
+                f"ran a command whose view holds {prefix} (untrusted input by "
+                f"{_whose(scope)})",
             )  # fmt: skip
         for mount in scope.mounts:
             if mount.store is None:
@@ -267,6 +268,14 @@ class TaintGate:
             if len(self._views) > 4096:
                 self._views.clear()
             self._views[key] = generation
+
+
+def _whose(scope: Scope) -> str:
+    if scope.definition is not None:
+        return "its definition"
+    if scope.role is Role.DREAMING:
+        return "the definition it consolidates"
+    return "a definition it composes"
 
 
 def _key(provenance: Provenance, store: StoreRef) -> tuple[str, str, int, StoreRef] | None:
