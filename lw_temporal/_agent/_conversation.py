@@ -278,7 +278,7 @@ def fit(
     exchanges: list[Exchange],
     fixed_bytes: int,
     budget_tokens: int,
-    save: Callable[[ToolResult], str],
+    save: Callable[[ToolResult], str | None],
 ) -> Fitted:
     """Clear the oldest tool results when the conversation is over ``budget_tokens``.
 
@@ -286,7 +286,8 @@ def fit(
     the same between clearings. Once over budget, results are cleared in one batch
     down to CLEAR_TO of the room (not just under the budget): the next clearing is then
     many turns away. A cleared result is replaced by where its output is saved
-    (``save`` returns that path). The newest turn's results are never cleared.
+    (``save`` returns that path, or ``None`` when it could not save it). The newest
+    turn's results are never cleared.
     """
     budget = budget_tokens * BYTES_PER_TOKEN
     room = max(budget - fixed_bytes, 0)
@@ -315,12 +316,13 @@ def fit(
         for i, j in flat[:cleared]:
             result = out[i].results[j]
             where = result.ref or save(result)
-            out[i].results[j] = result.model_copy(
-                update={
-                    "text": (
-                        f"[cleared to fit the context budget: {_size(result.text)} bytes, "
-                        f"saved in {where}: re-read it with sed -n, head -c or grep]"
-                    )
-                }
+            text = (
+                f"[cleared to fit the context budget: {_size(result.text)} bytes, "
+                f"saved in {where}: re-read it with sed -n, head -c or grep]"
+                if where is not None
+                else f"[cleared to fit the context budget: {_size(result.text)} bytes; it "
+                "could not be saved, as a folder on the way in /mnt/scratch/own/ is a link "
+                "or a file]"
             )
+            out[i].results[j] = result.model_copy(update={"text": text})
     return Fitted(out, cleared, stable, compact)
