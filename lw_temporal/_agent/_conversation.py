@@ -260,6 +260,8 @@ NOTE_BYTES = 200
 #: The least UTF-8 bytes a newest result keeps when the newest results alone outgrow
 #: the budget (each is cut to its share of the room, the whole of it saved).
 CUT_FLOOR = 2048
+#: Why a result could not be saved in the agent's scratch.
+UNSAVED = "a link or a file is in the way in /mnt/scratch/own/, or the scratch is full"
 
 
 @dataclass(frozen=True)
@@ -326,8 +328,7 @@ def fit(
                 f"saved in {where}: re-read it with sed -n, head -c or grep]"
                 if where is not None
                 else f"[cleared to fit the context budget: {_size(result.text)} bytes; it "
-                "could not be saved, as a folder on the way in /mnt/scratch/own/ is a link "
-                "or a file]"
+                f"could not be saved ({UNSAVED})]"
             )
             out[i].results[j] = result.model_copy(update={"text": text})
     if exchanges and running > budget:
@@ -356,8 +357,7 @@ def _cut_newest(
         whole = (
             f"the whole {size} bytes are in {where}: re-read them with sed -n, head -c or grep"
             if where is not None
-            else f"the whole {size} bytes could not be saved, as a folder on the way in "
-            "/mnt/scratch/own/ is a link or a file"
+            else f"the whole {size} bytes could not be saved ({UNSAVED})"
         )
         note = f"\n[cut to fit the context budget beside the other results of this turn; {whole}]"
         text = clip(result.text, max(share - _size(note), 256)) + note
