@@ -60,7 +60,7 @@ from ._protocol import (
 )
 from ._recorder import recorded, tool_activity_id
 from ._registry import tools_for
-from ._replies import normalized
+from ._replies import clean_text, normalized
 from ._tools import clip
 
 MODEL_ACTIVITY = "lw.model"
@@ -279,7 +279,9 @@ class ModelActivities:
             upto = min(first + 1, len(full) - 1)
         asked = request.model_copy(update={"summarize": True, "notes": []})
         response = await self._ask(asked)
-        text = response.text.strip() or model_free_summary(request.summary, full[first:upto])
+        # Untrusted like any reply: a lone surrogate would fail this turn at every retry.
+        text = clean_text(response.text).strip()
+        text = text or model_free_summary(request.summary, full[first:upto])
         usage = (
             response.usage if response.usage.model_calls else response.usage + Usage(model_calls=1)
         )
