@@ -118,13 +118,22 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(_WORD.findall(fold(query))))[:MAX_QUERY_TERMS]
 
 
+def phrases(terms: list[str], query: list[str] | None = None) -> list[tuple[str, ...]]:
+    """The phrases an FTS5 query of ``terms`` looks for: each word, then each pair of
+    them that stands side by side in ``query``."""
+    kept = set(terms)
+    order = query or []
+    return [(t,) for t in terms] + [(a, b) for a, b in itertools.pairwise(order) if {a, b} <= kept]
+
+
+def phrase_text(words: tuple[str, ...]) -> str:
+    """One phrase of an FTS5 query, quoted so that no word is read as an operator."""
+    return '"' + " ".join(words).replace('"', '""') + '"'
+
+
 def match_expression(terms: list[str], query: list[str] | None = None) -> str:
     """An FTS5 query matching any of ``terms``, each quoted so that no word of a query is
     read as an operator (``NEAR``, ``OR``, ``*``, a column filter); and each pair of
     them that stands side by side in ``query`` as a phrase, so a note holding the pair
     as the question does ranks above one holding the words apart."""
-    quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
-    kept = set(terms)
-    order = query or []
-    pairs = [f'"{a} {b}"' for a, b in itertools.pairwise(order) if {a, b} <= kept]
-    return " OR ".join(quoted + pairs)
+    return " OR ".join(phrase_text(p) for p in phrases(terms, query))

@@ -5,7 +5,8 @@ activity takes them from the caller's scope, never from the request), each with 
 its hits' paths are shown and an optional folder or file inside it. Each store's
 index (:mod:`._searchdb`) is first brought in step with its files: built on a store's
 first search, repaired under the store's lock when behind, so a commit never pays for
-it. Ranking is by words (:mod:`._searchquery`); with an :class:`Embedder` also by
+it. Ranking is by words (:mod:`._searchquery`; several stores' hits as one collection,
+:mod:`._searchmerge`); with an :class:`Embedder` also by
 meaning, in steps (:class:`Query`) so the activity calls the embedder on its event
 loop between two pieces of blocking work.
 
@@ -31,15 +32,17 @@ from .._scope import StoreRef
 from ..errors._kinds import INVALID_REQUEST, MEMORY_BUSY, MEMORY_SEARCH_UNAVAILABLE, lw_error
 from . import _fs
 from ._apply import recover
-from ._chunks import match_expression, query_terms
+from ._chunks import match_expression, phrases, query_terms
 from ._index import tree_id
 from ._journal import Cancelled, locked
 from ._records import DEFAULT_SEARCH_HITS, MemorySearchResult
 from ._searchdb import fts5_available, meta
+from ._searchmerge import StoreCounts, rescore, store_counts
 from ._searchquery import (
     LEXICAL_CAP,
     ChunkRow,
     Found,
+    Lookup,
     as_hit,
     chunk_rows,
     fuse,
@@ -270,6 +273,8 @@ class Query:
         #: Each store's FTS5 query: the query's words that are worth looking up there.
         self.exprs: list[str | None] = []
         self.paths: list[Path | None] = []
+        #: What each store's index holds of the query's words.
+        self.lookups: list[Lookup | None] = []
         self.by_words: list[Found] = []
         self.by_meaning: list[Found] = []
         #: Whether a store had more chunks matching by words than were ranked.
@@ -286,13 +291,34 @@ class Query:
 
     def words(self, cancel: threading.Event | None) -> None:
         """Bring every store's index in step and rank its chunks by words."""
+        per_store: dict[int, list[Found]] = {}
         for i, target in enumerate(self.targets):
             self.paths.append(None)
             self.exprs.append(None)
+            self.lookups.append(None)
             found = self._words_of(i, target, cancel)
+            if found:
+                per_store[i] = found
             self.by_words += found
             if len(found) >= LEXICAL_CAP:
                 self.capped = True
+        if len(per_store) > 1:  # bm25() of two stores does not compare: one collection
+            self.by_words = rescore(self.by_words, self._counts(per_store))
+
+    def _counts(self, per_store: dict[int, list[Found]]) -> dict[int, StoreCounts]:
+        """Every searched store's counts (those without hits count toward how rare a
+        word is), its candidates' among them."""
+        counts: dict[int, StoreCounts] = {}
+        for i, lookup in enumerate(self.lookups):
+            conn = self._conn(i)
+            if conn is None or lookup is None:
+                continue
+            if not lookup.simple:
+                return {}  # a word FTS5 cuts in two: the stores' own scores stand
+            looked_up = phrases(lookup.kept, self.terms)
+            found = per_store.get(i, [])
+            counts[i] = store_counts(conn, lookup, looked_up, (f.chunk for f in found))
+        return counts
 
     def _words_of(
         self, i: int, target: SearchTarget, cancel: threading.Event | None
@@ -303,10 +329,10 @@ class Query:
                 conn = self._conn(i)
                 if conn is None:
                     return []
-                words = informative(conn, self.terms)
-                if not words:
+                lookup = self.lookups[i] = informative(conn, self.terms)
+                if not lookup.kept:
                     return []
-                expr = self.exprs[i] = match_expression(words, self.terms)
+                expr = self.exprs[i] = match_expression(lookup.kept, self.terms)
                 return lexical(conn, i, expr, target.prefix)
             except sqlite3.OperationalError as err:
                 raise lw_error(

@@ -78,7 +78,19 @@ def _temporary(conn: sqlite3.Connection, statement: str) -> None:
         conn.execute(statement)
 
 
-def informative(conn: sqlite3.Connection, words: list[str]) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """What one index holds of a query's words: those worth looking up (``kept``), each
+    present word's stem as the index has it and the chunks holding it (``df``), and
+    whether every word is one token there (``simple``)."""
+
+    kept: list[str]
+    stems: dict[str, str] = field(default_factory=dict)
+    df: dict[str, int] = field(default_factory=dict)
+    simple: bool = True
+
+
+def informative(conn: sqlite3.Connection, words: list[str]) -> Lookup:
     """The words of a query worth looking up in this index, rarest first while the
     chunks holding them stay within :data:`RANK_BUDGET`: ranking costs per chunk that
     holds any of them, and the words left out are the commonest, which BM25 weighs
@@ -86,10 +98,11 @@ def informative(conn: sqlite3.Connection, words: list[str]) -> list[str]:
     are left out too; if every word is in half the chunks, the rarest three are kept."""
     _temporary(conn, "DELETE FROM temp.lw_words")
     conn.executemany("INSERT INTO temp.lw_words(rowid, t) VALUES(?, ?)", enumerate(words))
-    stems = dict(conn.execute("SELECT doc, term FROM temp.lw_stems").fetchall())
+    tokens = conn.execute("SELECT doc, term FROM temp.lw_stems").fetchall()
+    stems = dict(tokens)
     wanted = sorted(set(stems.values()))
     if not wanted:
-        return []
+        return Lookup([])
     marks = ",".join("?" * len(wanted))
     df = dict(conn.execute(f"SELECT term, doc FROM temp.lw_terms WHERE term IN ({marks})", wanted))
     total = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
@@ -104,7 +117,12 @@ def informative(conn: sqlite3.Connection, words: list[str]) -> list[str]:
             break
         kept.append((i, w))
         rows += n
-    return [w for _i, w in sorted(kept)]
+    return Lookup(
+        kept=[w for _i, w in sorted(kept)],
+        stems={w: str(stems[i]) for _n, i, w in present},
+        df={w: n for n, _i, w in present},
+        simple=len(tokens) == len(stems),
+    )
 
 
 def lexical(conn: sqlite3.Connection, target: int, expr: str, prefix: str) -> list[Found]:

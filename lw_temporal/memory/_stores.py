@@ -18,7 +18,7 @@ go through. Each concern lives in its own module:
   redaction, retention, moves
   (the retention methods themselves, and :mod:`._names`'s resolution of what an
   operator types, are mixed into :class:`MemoryStores`);
-- :mod:`._search` (mixed in too), :mod:`._searchquery`, :mod:`._searchdb`,
+- :mod:`._search` (mixed in too), :mod:`._searchquery`, :mod:`._searchmerge`, :mod:`._searchdb`,
   :mod:`._searchrows`, :mod:`._chunks`: search, and the index each commit keeps.
 
 All bookkeeping lives under the layout's state dir (``stores/<kind>/<key>/``), never
