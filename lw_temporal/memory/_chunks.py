@@ -108,14 +108,21 @@ def _chunk_end(data: bytes, pos: int) -> int:
 
 
 def fold(text: str) -> str:
-    """Lower case without diacritics: how the index compares words."""
+    """Lower case without diacritics: when two words of a query are one word."""
     decomposed = unicodedata.normalize("NFKD", text.lower())
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def query_terms(query: str) -> list[str]:
-    """The distinct words of ``query``, in order, at most :data:`MAX_QUERY_TERMS`."""
-    return list(dict.fromkeys(_WORD.findall(fold(query))))[:MAX_QUERY_TERMS]
+    """The distinct words of ``query`` (alike but for case and accents: one), in order,
+    at most :data:`MAX_QUERY_TERMS`. A word is kept as written (composed, NFKC): the
+    index's tokenizer folds case and Latin accents itself, and a word taken apart
+    would not be found (NFKD cuts a Korean syllable into jamo and splits the voicing
+    mark off a Japanese kana, which the index holds whole)."""
+    words: dict[str, str] = {}
+    for word in _WORD.findall(unicodedata.normalize("NFKC", query)):
+        words.setdefault(fold(word), word.lower())
+    return list(words.values())[:MAX_QUERY_TERMS]
 
 
 def phrases(terms: list[str], query: list[str] | None = None) -> list[tuple[str, ...]]:
