@@ -1,9 +1,11 @@
 """A search over several stores ranks their chunks as one collection: a planner whose
 workflow store holds hundreds of notes finds the org note that answers its question
-first, though the org store holds two notes (where FTS5's ``bm25()`` gives every word
+first, though the org store holds three notes (where FTS5's ``bm25()`` gives every word
 its floor weight, so the answer scored a millionth of a workflow note sharing one word
-with the question and was left out of the result). Scored again, one store's chunks
-keep exactly the scores ``bm25()`` gave them."""
+with the question and was left out of the result); and a word in most of the org's
+notes but rare among all is looked up there (it was left out as common, so the org
+notes holding only it were no hits). Scored again, one store's chunks keep exactly the
+scores ``bm25()`` gave them."""
 
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ ORG = StoreRef(StoreKind.ORG, "org")
 SEED = Provenance.admin("seed")
 FILLER = str.split("rollback timeout probe health vault staging database lesson review pager")
 QUESTION = "what to do when a canary deploy times out"
+#: "canary" is in two of the org's three notes, "captain" in one.
+OWNER = "canary captain"
 seen: list[tuple[bool, str]] = []
 
 
@@ -37,7 +41,12 @@ def _keep(request: ModelRequest) -> list[ToolCall]:
 
 
 MODEL = ScriptedModel(
-    {("releases", Role.PLANNER): [[tool("memory_search", query=QUESTION)], _keep]}
+    {
+        ("releases", Role.PLANNER): [
+            [tool("memory_search", query=QUESTION), tool("memory_search", query=OWNER)],
+            _keep,
+        ]
+    }
 )
 
 
@@ -52,10 +61,14 @@ def _seed(stores: MemoryStores) -> None:
     stores.write(
         ORG,
         "policy/canary.md",
-        b"# Canary deploys\n\nWhen a canary deploy times out, page the release captain "
-        b"and halt the rollout.\n",
+        b"# Canary deploys\n\nWhen a canary deploy times out, halt the rollout and page "
+        b"the on-call lead.\n",
         provenance=SEED,
     )
+    stores.write(
+        ORG, "policy/owners.md", b"Canary rollouts wait for the release captain.\n",
+        provenance=SEED,
+    )  # fmt: skip
     stores.write(ORG, "holidays.md", b"Holidays are listed in the wiki.\n", provenance=SEED)
 
 
@@ -69,13 +82,19 @@ async def test_small_store_answer_ranks_first(
             "lw.Planner", AgentInput(task="go"), id=str(run), task_queue=task_queue,
             result_type=AgentResult,
         )  # fmt: skip
-    [(ok, text)] = seen
+    [(ok, text), (owner_ok, owner)] = seen
     assert ok, text
-    order = ranked(text)
-    assert order[:2] == [
+    assert ranked(text)[:3] == [
         "/mnt/memory/org/policy/canary.md",
+        "/mnt/memory/org/policy/owners.md",
         "/mnt/memory/workflow/notes/birds.md",
     ], text
+    assert owner_ok, owner
+    assert ranked(owner) == [
+        "/mnt/memory/org/policy/owners.md",
+        "/mnt/memory/org/policy/canary.md",
+        "/mnt/memory/workflow/notes/birds.md",
+    ], owner
 
 
 def test_one_store_keeps_bm25_scores(tmp_path: Path) -> None:

@@ -52,6 +52,7 @@ from ._searchquery import (
     store_vectors,
     texts,
     unit,
+    worth,
 )
 from ._txn import StoreFiles
 
@@ -245,6 +246,10 @@ def _keep_vectors(conn: sqlite3.Connection, old: Path) -> None:
         conn.execute("DETACH DATABASE old")
 
 
+def _busy(target: SearchTarget, err: sqlite3.OperationalError) -> Exception:
+    return lw_error(MEMORY_BUSY, f"memory search of {target.store}: the index is busy: {err}")
+
+
 class Query:
     """One search over several stores, in steps: :meth:`words`, then (with an
     embedder) :meth:`to_embed` and :meth:`meaning`, then :meth:`result`."""
@@ -290,17 +295,30 @@ class Query:
         return self.stores.files(self.targets[target].store).search.connect(path)
 
     def words(self, cancel: threading.Event | None) -> None:
-        """Bring every store's index in step and rank its chunks by words."""
-        per_store: dict[int, list[Found]] = {}
+        """Bring every store's index in step and rank its chunks by words. Several
+        stores are one collection: a word is common or rare among all their chunks,
+        and their chunks are scored again over their counts together."""
         for i, target in enumerate(self.targets):
             self.paths.append(None)
             self.exprs.append(None)
             self.lookups.append(None)
-            found = self._words_of(i, target, cancel)
-            if found:
-                per_store[i] = found
-            self.by_words += found
-            if len(found) >= LEXICAL_CAP:
+            self._lookup_of(i, target, cancel)
+        found = [lookup for lookup in self.lookups if lookup is not None]
+        if len(found) > 1:
+            df: dict[str, int] = {}
+            for lookup in found:
+                for word, n in lookup.df.items():
+                    df[word] = df.get(word, 0) + n
+            total = sum(lookup.total for lookup in found)
+            for lookup in found:
+                lookup.kept = worth(lookup, self.terms, df, total)
+        per_store: dict[int, list[Found]] = {}
+        for i, target in enumerate(self.targets):
+            hits = self._words_of(i, target, cancel)
+            if hits:
+                per_store[i] = hits
+            self.by_words += hits
+            if len(hits) >= LEXICAL_CAP:
                 self.capped = True
         if len(per_store) > 1:  # bm25() of two stores does not compare: one collection
             self.by_words = rescore(self.by_words, self._counts(per_store))
@@ -320,28 +338,39 @@ class Query:
             counts[i] = store_counts(conn, lookup, looked_up, (f.chunk for f in found))
         return counts
 
-    def _words_of(
-        self, i: int, target: SearchTarget, cancel: threading.Event | None
-    ) -> list[Found]:
+    def _lookup_of(self, i: int, target: SearchTarget, cancel: threading.Event | None) -> None:
+        """Store ``i``'s index, in step, and what it holds of the query's words."""
         for attempt in range(2):
             try:
                 self.paths[i] = self.stores.search_index(target.store, cancel=cancel)
                 conn = self._conn(i)
-                if conn is None:
-                    return []
-                lookup = self.lookups[i] = informative(conn, self.terms)
-                if not lookup.kept:
-                    return []
-                expr = self.exprs[i] = match_expression(lookup.kept, self.terms)
-                return lexical(conn, i, expr, target.prefix)
+                self.lookups[i] = None if conn is None else informative(conn, self.terms)
+                return
             except sqlite3.OperationalError as err:
-                raise lw_error(
-                    MEMORY_BUSY, f"memory search of {target.store}: the index is busy: {err}"
-                ) from None
+                raise _busy(target, err) from None
             except sqlite3.DatabaseError:
                 if attempt:
                     raise
                 self.stores.purge_search(target.store, drop=True)  # damaged: built again
+
+    def _words_of(
+        self, i: int, target: SearchTarget, cancel: threading.Event | None
+    ) -> list[Found]:
+        """Store ``i``'s chunks that match the words worth looking up there."""
+        for attempt in range(2):
+            lookup, conn = self.lookups[i], self._conn(i)
+            if lookup is None or conn is None or not lookup.kept:
+                return []
+            try:
+                expr = self.exprs[i] = match_expression(lookup.kept, self.terms)
+                return lexical(conn, i, expr, target.prefix)
+            except sqlite3.OperationalError as err:
+                raise _busy(target, err) from None
+            except sqlite3.DatabaseError:
+                if attempt:
+                    raise
+                self.stores.purge_search(target.store, drop=True)  # damaged: built again
+                self._lookup_of(i, target, cancel)  # its words as this store alone has them
         return []
 
     def to_embed(self, cancel: threading.Event | None) -> list[str]:
