@@ -24,6 +24,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -31,13 +32,13 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from .._scope import StoreRef
 from ..errors._kinds import INVALID_REQUEST, MEMORY_BUSY, MEMORY_SEARCH_UNAVAILABLE, lw_error
 from . import _fs
-from ._apply import recover
+from ._apply import checkpoint, recover
 from ._chunks import match_expression, phrases, query_terms
 from ._index import tree_id
 from ._journal import Cancelled, locked
 from ._records import DEFAULT_SEARCH_HITS, MemorySearchResult
-from ._searchdb import fts5_available, meta
-from ._searchmerge import StoreCounts, rescore, store_counts
+from ._searchdb import fts5_available, keep_vectors, meta
+from ._searchmerge import StoreCounts, choose_words, rescore, store_counts
 from ._searchquery import (
     LEXICAL_CAP,
     ChunkRow,
@@ -52,7 +53,6 @@ from ._searchquery import (
     store_vectors,
     texts,
     unit,
-    worth,
 )
 from ._txn import StoreFiles
 
@@ -67,6 +67,9 @@ EMBED_BATCH = 64
 EMBED_CHARS = 8000
 #: Seconds a search waits for the embedder (the activity heartbeats only in between).
 EMBED_TIMEOUT = 20.0
+
+#: A store's mark that its journal and index still hold what a redaction took back.
+PURGE_PENDING = "purge-pending"
 
 #: How a result says it was ranked.
 BY_WORDS = (
@@ -162,9 +165,12 @@ class StoreSearch:
             and files.journal.pending() is None
             and index.checked(path)
             and meta(index.connect(path), "synced") == tree_id(usage.tree)
+            and not (files.state / PURGE_PENDING).exists()
         ):
             return path
         with locked(files.state, str(store), cancel, self.lock_timeout):
+            if (files.state / PURGE_PENDING).exists():
+                self.finish_purge(files)  # a redaction stopped before its purge
             return self._in_step(files, cancel)
 
     def _in_step(
@@ -189,7 +195,7 @@ class StoreSearch:
             new, conn = index.create()
             try:
                 if path is not None:
-                    _keep_vectors(conn, path)
+                    keep_vectors(conn, path)
                 index.sync_all(conn, root_fd, files.index, tree, _cancelled(cancel))
                 conn.execute("DELETE FROM vectors WHERE sha NOT IN (SELECT sha FROM chunks)")
             except BaseException:
@@ -216,6 +222,21 @@ class StoreSearch:
         with locked(files.state, str(store), None, self.lock_timeout):
             self.purge_locked(files, drop=drop)
 
+    @staticmethod
+    def mark_purge(files: StoreFiles) -> None:
+        """Say, durably, that the store's journal and index are to be purged (before a
+        redaction commits): if its process is killed before :meth:`finish_purge`, the
+        next search of the store, or the next redaction, finishes it."""
+        _fs.write_atomic(files.state / PURGE_PENDING, b"redaction\n")
+
+    def finish_purge(self, files: StoreFiles) -> None:
+        """Checkpoint the store (its journal holds the bytes of recent changes) and scrub
+        its index (call under the store's lock), then drop :meth:`mark_purge`'s mark."""
+        checkpoint(files)
+        self.purge_locked(files)
+        with suppress(FileNotFoundError):
+            (files.state / PURGE_PENDING).unlink()
+
     def purge_locked(self, files: StoreFiles, *, drop: bool = False) -> None:
         """:meth:`purge_search` for a caller that holds the store's lock."""
         index = files.search
@@ -229,21 +250,6 @@ class StoreSearch:
             index.scrub(path)
         except sqlite3.DatabaseError:
             index.drop()  # what cannot be scrubbed goes whole
-
-
-def _keep_vectors(conn: sqlite3.Connection, old: Path) -> None:
-    """Copy the vectors of an earlier generation into a new one (they were paid for);
-    none from one that cannot be read."""
-    try:
-        conn.execute("ATTACH DATABASE ? AS old", (str(old),))
-    except sqlite3.Error:
-        return
-    try:
-        conn.execute("INSERT OR IGNORE INTO vectors SELECT sha, model, vec FROM old.vectors")
-    except sqlite3.Error:
-        pass
-    finally:
-        conn.execute("DETACH DATABASE old")
 
 
 def _busy(target: SearchTarget, err: sqlite3.OperationalError) -> Exception:
@@ -303,15 +309,7 @@ class Query:
             self.exprs.append(None)
             self.lookups.append(None)
             self._lookup_of(i, target, cancel)
-        found = [lookup for lookup in self.lookups if lookup is not None]
-        if len(found) > 1:
-            df: dict[str, int] = {}
-            for lookup in found:
-                for word, n in lookup.df.items():
-                    df[word] = df.get(word, 0) + n
-            total = sum(lookup.total for lookup in found)
-            for lookup in found:
-                lookup.kept = worth(lookup, self.terms, df, total)
+        choose_words(self.lookups, self.terms)
         per_store: dict[int, list[Found]] = {}
         for i, target in enumerate(self.targets):
             hits = self._words_of(i, target, cancel)

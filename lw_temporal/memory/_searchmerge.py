@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ._chunks import phrase_text
-from ._searchquery import Found, Lookup
+from ._searchquery import Found, Lookup, worth
 
 #: ``bm25()``'s parameters (FTS5's fixed values).
 K1, B = 1.2, 0.75
@@ -136,6 +136,21 @@ def store_counts(
                 ).fetchone()[0]
             )
     return StoreCounts(int(rows), int(tokens), phrases, hits, tf, sizes, dict(lookup.df))
+
+
+def choose_words(lookups: Sequence[Lookup | None], terms: list[str]) -> None:
+    """Set the words each store looks up (``kept``) by the counts of all the stores
+    searched together: a word is common or rare among all their chunks."""
+    found = [lookup for lookup in lookups if lookup is not None]
+    if len(found) < 2:
+        return
+    df: dict[str, int] = {}
+    for lookup in found:
+        for word, n in lookup.df.items():
+            df[word] = df.get(word, 0) + n
+    total = sum(lookup.total for lookup in found)
+    for lookup in found:
+        lookup.kept = worth(lookup, terms, df, total)
 
 
 def _idf(rows: int, hits: int) -> float:
