@@ -18,7 +18,7 @@ go through. Each concern lives in its own module:
   redaction, retention, moves
   (the retention methods themselves, and :mod:`._names`'s resolution of what an
   operator types, are mixed into :class:`MemoryStores`);
-- :mod:`._search` (mixed in too), :mod:`._searchquery`, :mod:`._searchdb`,
+- :mod:`._search` (mixed in too), :mod:`._searchquery`, :mod:`._searchmerge`, :mod:`._searchdb`,
   :mod:`._searchrows`, :mod:`._chunks`: search, and the index each commit keeps.
 
 All bookkeeping lives under the layout's state dir (``stores/<kind>/<key>/``), never
@@ -338,6 +338,7 @@ class MemoryStores(StoreHistory, StoreSearch, StoreMoves, StoreRetention, StoreQ
             files, parts, shown, compiled, replacement.encode(), version_shas,
             lambda sha: self.blob(store, sha),
         )  # fmt: skip
+        self.mark_purge(files)  # a redaction killed after its commit is purged later
         result = self._writer.mutate(store, provenance, "redact", body, RedactResult, None)
         self.empty_journal(store, purge_search=True)  # both held the old bytes until now
         return result
@@ -349,6 +350,7 @@ class MemoryStores(StoreHistory, StoreSearch, StoreMoves, StoreRetention, StoreQ
         back is not kept there."""
         files = self.files(store)
         with locked(files.state, str(store), None, self.lock_timeout):
-            checkpoint(files)
             if purge_search:
-                self.purge_locked(files)
+                self.finish_purge(files)
+            else:
+                checkpoint(files)
