@@ -17,7 +17,14 @@ from lw_temporal import BashResult, LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._pathcheck import NO_STAGED_MEMORY
 from lw_temporal._sandbox._accounts import nss_wrapper
 from lw_temporal._sandbox._idrange import default_ids
-from lw_temporal._sandbox._landlock_gaps import MNT_HINT, NET_HINT, SHM_HINT, TMP_HINT
+from lw_temporal._sandbox._landlock_gaps import (
+    MNT_HINT,
+    NET_HINT,
+    PTY_HINT,
+    SHM_HINT,
+    TMP_HINT,
+    UNIX_HINT,
+)
 from tests._bash_support import SANDBOXES, bash_worker
 
 PLANNER = "run_cr@differences"
@@ -72,6 +79,7 @@ def _memory_refused(result: BashResult) -> None:
 
 def _no_terminal(result: BashResult) -> None:
     assert result.exit_code != 0 and "Permission denied" in result.stderr, result.stderr
+    hinted(PTY_HINT)(result)
 
 
 def _outside_withheld(result: BashResult) -> None:
@@ -113,6 +121,13 @@ ROWS: list[tuple[str, str, Check, Check]] = [
         's.listen(); print("listening")\'',
         works("listening\n"),
         hinted(NET_HINT),
+    ),
+    (
+        "unix-sockets",
+        'python3 -c \'import socket; socket.socketpair(); print("pair"); '
+        's = socket.socket(socket.AF_UNIX); s.bind("s.sock"); print("bound")\'',
+        works("pair\nbound\n"),
+        hinted(UNIX_HINT),
     ),
     (
         "memory-writes-through-bash",
