@@ -356,11 +356,13 @@ class BashActivities(StagedMemory):
                 self._network_taint(scope, use)
             changes: list[MemoryChange] = []
             refused: list[str] = []
-            if staged and outcome.timed_out:
+            # A stopped command keeps nothing, and says so only when it changed something.
+            changed = any(staging_changed(folder) for _, folder in staged)
+            if changed and outcome.timed_out:
                 refused.append("memory changes discarded: the command timed out")
-            elif staged and outcome.quota_stopped:
+            elif changed and outcome.quota_stopped:
                 refused.append("memory changes discarded: the command was stopped at a quota")
-            elif any(staging_changed(folder) for _, folder in staged):
+            elif changed:
                 beat = None if heartbeat is None else lambda: heartbeat(stdout.total, stderr.total)
                 changes, refused = await _beating(beat, self._commit, scope, staged, held)
         finally:
