@@ -21,6 +21,7 @@ that times out or is cancelled commits nothing to memory.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import logging
 import uuid
@@ -105,9 +106,14 @@ def apply_staged(scope: Scope, store: StoreRef, changes: Sequence[StoreChange]) 
     return CommitOutcome(applied=list(changes), refused=[])
 
 
-def decode_output(data: bytes) -> str:
+def decode_output(data: bytes, *, cut: bool = False) -> str:
     """UTF-8 with undecodable bytes shown as ``\\xNN``: visible, JSON-safe, and the raw
-    bytes stay in the saved file."""
+    bytes stay in the saved file. ``cut``: ``data`` is the head of a longer stream, so
+    a character the cap cut in two is left out (whole in the saved file) rather than
+    shown as bytes the command never printed alone."""
+    if cut:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="backslashreplace")
+        return decoder.decode(data, final=False)
     return data.decode("utf-8", errors="backslashreplace")
 
 
@@ -370,8 +376,8 @@ class BashActivities(StagedMemory):
                 use = await self.egress.end(network)
                 self._network_taint(scope, use)
             await self._release(staged, spec.private_dir if spec is not None else None, heartbeat)
-        text_out = backend.present(spec, decode_output(bytes(stdout.head)))
-        raw_err = decode_output(head_err)
+        text_out = backend.present(spec, decode_output(bytes(stdout.head), cut=stdout.truncated))
+        raw_err = decode_output(head_err, cut=stderr.truncated)
         head_text = backend.present(spec, raw_err)
         withheld: str | None = None
         listing_withheld = 0
