@@ -82,6 +82,14 @@ def _no_terminal(result: BashResult) -> None:
     hinted(PTY_HINT)(result)
 
 
+def _host_path_written(result: BashResult) -> None:
+    # The word was mapped before echo saw it: the file holds the real folder, which the
+    # result shows under its virtual name again (only the byte count tells).
+    shown, count = result.stdout.splitlines()
+    assert result.exit_code == 0 and shown == "/mnt/scratch/own", result.stdout
+    assert int(count) > 17, result.stdout
+
+
 def _outside_withheld(result: BashResult) -> None:
     assert result.stdout == "./\n" and result.listing_withheld == 1
     assert "lw.bash: 1 line of the listing withheld" in result.stderr
@@ -149,6 +157,12 @@ ROWS: list[tuple[str, str, Check, Check]] = [
         "find /mnt -name notes.md | head -1; find -L /mnt -name notes.md | head -1",
         works("/mnt/memory/workflow/notes.md\n/mnt/memory/workflow/notes.md\n"),
         works("/mnt/memory/workflow/notes.md\n"),
+    ),
+    (
+        "mnt-word-written-as-text",
+        "echo /mnt/scratch/own > w.txt; cat w.txt; wc -c < w.txt",
+        works("/mnt/scratch/own\n17\n"),
+        _host_path_written,
     ),
     (
         "listing-of-an-outside-path",
