@@ -104,6 +104,13 @@ class SystemView:
         "/etc/magic.mime",
         "/etc/debian_version",
         "/etc/os-release",
+        # Debian's OpenJDK keeps its configuration here, linked from /usr/lib/jvm: java
+        # and javac stop at once without it ("Error loading java.security file").
+        "/etc/java-8-openjdk",
+        "/etc/java-11-openjdk",
+        "/etc/java-17-openjdk",
+        "/etc/java-21-openjdk",
+        "/etc/java-25-openjdk",
     )
     #: Files generated for each command (see :func:`._accounts.account_files`).
     generated: tuple[str, ...] = GENERATED_FILES
