@@ -131,6 +131,7 @@ def test_landlock_rule_set_is_exact(tmp_path: Path, role: tuple[str, str]) -> No
         (str(spec.private_dir / "view"), READ),
         *[(str(etc / name), READ) for name in ("passwd", "group", "hosts", "gitconfig")],
         (str(etc / "nsswitch.conf"), READ),
+        (str(etc / "wgetrc"), READ),
         (str(tmp), every),
     ]
 

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 from ._backends import Backend, Launch
 from ._cgroupfs import namespace_tag
 from ._cgroups import CommandCgroup, command_cgroups
-from ._identity import SandboxUser, thread_as
+from ._identity import SandboxUser, give_streams, thread_as
 from ._oom import first_to_go, protect_worker
 from ._outcome import RunOutcome, _launch_failed
 from ._output import OutputSink
@@ -245,6 +245,8 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
         finally:
             for fd in launch.fds:
                 os.close(fd)
+        assert proc.stdout is not None and proc.stderr is not None
+        give_streams((proc.stdout.fileno(), proc.stderr.fileno()), start.user)  # before it runs
         if moved_later or not launch.gated:
             _let_go(proc, launch, start)
     except BaseException:
