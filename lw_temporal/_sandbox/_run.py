@@ -11,7 +11,6 @@ file only when it does not fit.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import dataclasses
 import fcntl
@@ -31,6 +30,7 @@ from typing import Any, ClassVar
 from ._backends import Backend, Launch
 from ._cgroupfs import namespace_tag
 from ._cgroups import CommandCgroup, command_cgroups
+from ._exits import at_exit
 from ._identity import SandboxUser, give_streams, thread_as
 from ._oom import first_to_go, protect_worker
 from ._outcome import RunOutcome, _launch_failed
@@ -107,7 +107,7 @@ class _Spawner:
         except OSError:
             return
         self.cgroup = path
-        atexit.register(self._remove)
+        at_exit(self._remove)
 
     def _remove(self) -> None:
         with contextlib.suppress(OSError):
