@@ -1,6 +1,6 @@
 """A failure's message and stack trace are sealed with the payloads: a model's refusal
 quotes its reply (here the task's name), and the history keeps none of it in the clear;
-whoever holds the keys reads the message as it was."""
+whoever holds the keys reads the message as it was, and the history replays."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
 
-from lw_temporal import AgentInput, ModelRequest, ModelResponse, ToolCall
+from lw_temporal import AgentInput, LittleWorkflowPlugin, ModelRequest, ModelResponse, ToolCall
 from lw_temporal._failures import failure_message
 from lw_temporal.models import MODEL_REFUSED
 
@@ -59,3 +60,7 @@ async def test_a_refusal_quoting_the_task_is_sealed(
         # Without them, the failure says it is sealed.
         shown = await failure_message(dev_env.client, run)
         assert PLANTED not in shown and "sealed" in shown
+
+    replayer = Replayer(workflows=[], plugins=[LittleWorkflowPlugin(data_dir, [definition])])
+    replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert replayed.replay_failure is None, replayed.replay_failure
