@@ -38,19 +38,11 @@ class SealingFailureConverter(DefaultFailureConverter):
     def to_failure(
         self, exception: BaseException, payload_converter: PayloadConverter, failure: Failure
     ) -> None:
-        if _unopened(exception):
+        # Called again for each cause: only the PayloadSealed level itself stays plain.
+        if isinstance(exception, PayloadSealed):
             self._plain.to_failure(exception, payload_converter, failure)
         else:
             super().to_failure(exception, payload_converter, failure)
-
-
-def _unopened(exception: BaseException) -> bool:
-    seen: BaseException | None = exception
-    while seen is not None:
-        if isinstance(seen, PayloadSealed):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 Decode = Callable[[Sequence[Payload]], Awaitable[list[Any]]]
