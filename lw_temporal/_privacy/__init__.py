@@ -1,7 +1,8 @@
 """Privacy: payloads encrypted per run tree, and erasure of what a run left.
 
 Modules by concern: ``_keys`` (key ids per tree, the key-store interface and its file
-store), ``_codec`` (the payload codec), ``_registry`` (which key store serves which server
+store), ``_codec`` (the payload codec), ``_sealed_failures`` (failure messages sealed
+with the payloads), ``_registry`` (which key store serves which server
 and namespace on this host, for a client command given no keys), ``_remote`` (a codec
 served over HTTP, for a client without the key store), ``_server`` (the codec server
 Temporal's UI and CLI call), ``_places`` (where the agents' runs leave text outside
