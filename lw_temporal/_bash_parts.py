@@ -173,7 +173,8 @@ def _heartbeat(
 ) -> None:
     details: dict[str, object] = {"stdout_bytes": stdout_bytes, "stderr_bytes": stderr_bytes}
     # The newest output, for the live view (``lw-temporal run``/``status``): heartbeat
-    # details are shown by describe() and never enter the history.
+    # details are shown by describe() and enter the history only as a timed-out
+    # attempt's last details, sealed like every payload.
     for name, tail in zip(("stdout_tail", "stderr_tail"), tails, strict=True):
         if tail:
             details[name] = tail.decode("utf-8", "replace")
