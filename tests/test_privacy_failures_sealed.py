@@ -13,13 +13,13 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
-from lw_temporal import AgentInput, LittleWorkflowPlugin, ModelRequest, ModelResponse, ToolCall
+from lw_temporal import AgentInput, LittleWorkflowPlugin
 from lw_temporal._failures import failure_message
 from lw_temporal.models import MODEL_REFUSED
 
 from ._hierarchy_support import lw_worker
 from ._model_support import model_pair
-from ._privacy_support import PLANTED, secret_definition
+from ._privacy_support import PLANTED, refusing_brain, secret_definition
 
 
 async def test_a_refusal_quoting_the_task_is_sealed(
@@ -28,13 +28,7 @@ async def test_a_refusal_quoting_the_task_is_sealed(
     definition = secret_definition()
     run = f"run_{definition.id}@{uuid.uuid4().hex[:6]}"
 
-    async def brain(request: ModelRequest) -> ModelResponse:
-        if request.turn == 0:
-            command = f"echo 'tool says {PLANTED}'"
-            return ModelResponse(tool_calls=[ToolCall(name="bash", arguments={"command": command})])
-        return ModelResponse(text=f"I won't keep reviewing {PLANTED}.", stop_reason="refusal")
-
-    _, model = model_pair("openai", brain)
+    _, model = model_pair("openai", refusing_brain)
     async with lw_worker(dev_env, data_dir, task_queue, [definition], model) as client:
         handle = await client.start_workflow(
             "lw.Planner", AgentInput(task=f"review {PLANTED}"), id=run, task_queue=task_queue

@@ -13,12 +13,12 @@ from opentelemetry.trace import StatusCode
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import AgentInput, ModelRequest, ModelResponse, ToolCall
+from lw_temporal import AgentInput
 from lw_temporal.models import MODEL_REFUSED
 
 from ._hierarchy_support import lw_worker
 from ._model_support import model_pair
-from ._privacy_support import PLANTED, secret_definition
+from ._privacy_support import PLANTED, refusing_brain, secret_definition
 from .conftest import Traces
 
 
@@ -28,13 +28,7 @@ async def test_a_refusal_reaches_no_span_with_its_text(
     definition = secret_definition()
     run = f"run_{definition.id}@{uuid.uuid4().hex[:6]}"
 
-    async def brain(request: ModelRequest) -> ModelResponse:
-        if request.turn == 0:
-            command = f"echo 'tool says {PLANTED}'"
-            return ModelResponse(tool_calls=[ToolCall(name="bash", arguments={"command": command})])
-        return ModelResponse(text=f"I won't keep reviewing {PLANTED}.", stop_reason="refusal")
-
-    _, model = model_pair("openai", brain)
+    _, model = model_pair("openai", refusing_brain)
     async with lw_worker(
         dev_env, data_dir, task_queue, [definition], model, tracing=traces.provider
     ) as client:
