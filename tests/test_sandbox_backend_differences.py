@@ -24,6 +24,7 @@ from lw_temporal._sandbox._landlock_gaps import (
     SHM_HINT,
     TMP_HINT,
     UNIX_HINT,
+    WATCH_HINT,
 )
 from tests._bash_support import SANDBOXES, bash_worker
 
@@ -169,6 +170,14 @@ ROWS: list[tuple[str, str, Check, Check]] = [
         "find . -maxdepth 0 -printf '%p/\\n/etc/shadow\\n'",
         works("./\n/etc/shadow\n"),
         _outside_withheld,
+    ),
+    (
+        "file-watches",
+        "python3 -c 'import ctypes, os; l = ctypes.CDLL(None, use_errno=True); "
+        'r = l.inotify_add_watch(l.inotify_init1(0), b".", 256); print("watching") '
+        'if r >= 0 else exit("inotify_add_watch: " + os.strerror(ctypes.get_errno()))\'',
+        works("watching\n"),
+        hinted(WATCH_HINT),
     ),
     (
         "pseudo-terminals",

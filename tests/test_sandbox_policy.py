@@ -29,7 +29,7 @@ SYSTEM_ARGV = [
     "--proc", "/proc",
     "--dev", "/dev",
     "--size", "67108864", "--tmpfs", "/dev/shm",
-    "--remount-ro", "/dev",
+    "--remount-ro", "/dev", "--remount-ro", "/proc",
     "--size", "67108864", "--tmpfs", "/tmp",
 ]  # fmt: skip
 HEAD = [

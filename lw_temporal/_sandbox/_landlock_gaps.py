@@ -18,7 +18,9 @@ shows one of them, the result carries a hint that says why and what to do instea
   refuses them, since below Landlock ABI 9 a socket file is reachable whatever the
   file rules say;
 - pseudo-terminals (``os.openpty``, ``script``, ``expect``): the host's ``/dev/pts``
-  is closed.
+  is closed;
+- file watches (``inotify``, ``fanotify``): Landlock does not check a watch's path, so
+  the filter refuses them.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ _PTY = re.compile(r"pseudo-terminal|out of pty devices|/dev/ptmx|/dev/pts|openpt
 _PTY_COMMAND = re.compile(
     r"\bopenpty\b|\bforkpty\b|\bpty\.|posix_openpt|(?:^|[;&|(]\s*)(?:script|unbuffer|expect)\s"
 )
+
+_WATCH = re.compile(r"\b(inotify|fanotify)")
 
 
 SHM_HINT = (
@@ -83,6 +87,12 @@ PTY_HINT = (
     "without a terminal (pipes, a batch or non-interactive option), or run the worker "
     "with bubblewrap (a private /dev/pts)"
 )
+WATCH_HINT = (
+    "this sandbox (Landlock) refuses file watches (inotify, fanotify): Landlock does not "
+    "check the watched folder, so a watch could see the names of files made in host "
+    "folders outside the sandbox; poll instead (tail -f falls back to it by itself), or "
+    "run the worker with bubblewrap"
+)
 TMP_HINT = (
     "in this sandbox (Landlock: no mount namespace) only /tmp paths written in the "
     "command line itself are the command's private temporary folder; a program that "
@@ -111,4 +121,6 @@ def explain(stderr: str, real_paths: Sequence[str], command: str = "") -> str | 
         hints.append(NET_HINT)
     if _PTY.search(probe) or (not hints and refused and _PTY_COMMAND.search(command)):
         hints.append(PTY_HINT)
+    if refused and _WATCH.search(probe):
+        hints.append(WATCH_HINT)
     return "; ".join(hints) or None
