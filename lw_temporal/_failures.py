@@ -9,7 +9,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.failure.v1 import Failure
 from temporalio.client import Client, WorkflowHandle, WorkflowHistoryEventFilterType
 
-from ._privacy._sealed_failures import opened_message
+from ._failure_text import opened_message
 
 
 async def failure_message(client: Client, workflow_id: str) -> str:

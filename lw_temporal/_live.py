@@ -38,10 +38,10 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from ._agent import AgentResult, Progress
+from ._failure_text import opened_message
 from ._failures import failure_message
 from ._ids import PROGRESS_QUERY
 from ._privacy._codec import NoKeysGiven, PayloadSealed
-from ._privacy._sealed_failures import opened_message
 from ._terminal import terminal_safe
 
 #: Seconds between two looks at a live tree.

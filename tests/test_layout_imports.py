@@ -104,6 +104,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "_approvals._rules",
             "_taint",
             "_placement",
+            "_failure_text",
         ),
     ),
 ]

@@ -19,6 +19,7 @@ import dataclasses
 
 from temporalio.converter import DataConverter, DefaultFailureConverter, PayloadCodec
 
+from .._failure_text import opened_message
 from .._ids import DataLayout
 from . import (  # noqa: F401  (register their erasers: memory's runs before the others)
     _forget_memory,
@@ -35,7 +36,7 @@ from ._codec import (
     sealed_by,
 )
 from ._keys import SHARED_KEY_ID, FileKeyStore, KeyShredded, KeyStore, tree_of
-from ._sealed_failures import SealingFailureConverter, opened_message
+from ._sealed_failures import SealingFailureConverter
 
 
 def key_folder(layout: DataLayout) -> str:

@@ -15,10 +15,6 @@ Its message names only the tree whose key is missing, and a client holding other
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
-
-from temporalio.api.common.v1 import Payload
 from temporalio.api.failure.v1 import Failure
 from temporalio.converter import DefaultFailureConverter, PayloadConverter
 
@@ -43,19 +39,3 @@ class SealingFailureConverter(DefaultFailureConverter):
             self._plain.to_failure(exception, payload_converter, failure)
         else:
             super().to_failure(exception, payload_converter, failure)
-
-
-Decode = Callable[[Sequence[Payload]], Awaitable[list[Any]]]
-
-
-async def opened_message(failure: Failure, decode: Decode) -> str:
-    """``failure.message``, opened from its sealed attributes when it was sealed (a
-    reader without the tree's key gets a line saying the message is sealed)."""
-    if not failure.HasField("encoded_attributes"):
-        return failure.message
-    try:
-        [attributes] = await decode([failure.encoded_attributes])
-    except Exception:  # no key, a shredded one, or no codec at all: stays sealed
-        return "(message sealed: this client lacks the run tree's key)"
-    message = attributes.get("message") if isinstance(attributes, dict) else None
-    return message if isinstance(message, str) else failure.message

@@ -11,7 +11,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.client import Client
 
-from .._privacy._sealed_failures import opened_message
+from .._failure_text import opened_message
 from ._records import (
     MAX_CHILDREN,
     MAX_COMMAND,
