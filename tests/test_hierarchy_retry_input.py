@@ -18,6 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import AgentInput, ApprovalRule, Role, WorkflowDefinition
 from lw_temporal._agent import AgentState, WorkerSettings
+from lw_temporal._failure_text import opened_message
 from lw_temporal.errors import INVALID_REQUEST
 from lw_temporal.ids import PROGRESS_QUERY, Progress
 from lw_temporal.testing import ScriptedModel, tool
@@ -100,5 +101,6 @@ async def test_a_cron_schedule_is_refused(
             await handle.terminate("test over")
     assert len(failed) == 1, "a cron run of lw.Planner was not refused"
     assert failed[0].application_failure_info.type == INVALID_REQUEST, failed
-    assert "cron schedule" in failed[0].message, failed
+    message = await opened_message(failed[0], client.data_converter.decode)
+    assert "cron schedule" in message, failed
     assert not await asyncio.to_thread(ran, data_dir)
