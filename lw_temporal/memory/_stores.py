@@ -289,6 +289,7 @@ class MemoryStores(StoreHistory, StoreSearch, StoreMoves, StoreRetention, StoreQ
         attachment: Any = None,
         cancel: threading.Event | None = None,
         heartbeat: Callable[[], None] | None = None,
+        since: int | None = None,
     ) -> StagedCommitResult:
         """Apply one bash command's changes to one store, all or nothing.
 
@@ -300,11 +301,14 @@ class MemoryStores(StoreHistory, StoreSearch, StoreMoves, StoreRetention, StoreQ
         :func:`._staged.stage_change`). ``attachment`` (JSON-able, e.g. the
         command's own result) is kept in the idempotency ledger with the commit, for
         :meth:`recorded`. ``heartbeat`` is called as the changes are checked.
+        ``since`` (the audit log's size before the command started): a path that
+        another writer changed after it refuses all the changes (see
+        :func:`._staged.staged_body`).
         """
         provenance, hold = self._route(store, provenance, *(c.path for c in changes))
         if hold is not None:
             return hold.staged(changes, provenance)
-        body = staged_body(store, changes, heartbeat)
+        body = staged_body(store, changes, heartbeat, since)
         return self._writer.mutate(
             store, provenance, "bash", body, StagedCommitResult, cancel, attachment=attachment
         )
