@@ -134,6 +134,9 @@ def build_store(base: Path, notes: int) -> tuple[LittleWorkflowPlugin, dict[str,
     words = _vocabulary(rng, 6000)
     weights = [1 / (rank + 1) for rank in range(len(words))]
     plugin = LittleWorkflowPlugin(base / "data", [WorkflowDefinition(id="bench", quota=QUOTA)])
+    # The appends run in an ActivityEnvironment, so without caller checks (which need a
+    # server; benchmarks/callers.py measures what they add to a pipeline).
+    plugin.config.callers.enabled = False
     root = plugin.memory.root(STORE)
     answers = dict(zip(rng.sample(range(notes), len(PAIRS)), PAIRS, strict=True))
     labelled: dict[str, str] = {}

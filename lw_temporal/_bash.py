@@ -21,6 +21,7 @@ that times out or is cancelled commits nothing to memory.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import logging
 import uuid
@@ -107,9 +108,14 @@ def apply_staged(
     return CommitOutcome(applied=list(changes), refused=[])
 
 
-def decode_output(data: bytes) -> str:
+def decode_output(data: bytes, *, cut: bool = False) -> str:
     """UTF-8 with undecodable bytes shown as ``\\xNN``: visible, JSON-safe, and the raw
-    bytes stay in the saved file."""
+    bytes stay in the saved file. ``cut``: ``data`` is the head of a longer stream, so
+    a character the cap cut in two is left out (whole in the saved file) rather than
+    shown as bytes the command never printed alone."""
+    if cut:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="backslashreplace")
+        return decoder.decode(data, final=False)
     return data.decode("utf-8", errors="backslashreplace")
 
 
@@ -365,11 +371,13 @@ class BashActivities(StagedMemory):
                 self._network_taint(scope, use)
             changes: list[MemoryChange] = []
             refused: list[str] = []
-            if staged and outcome.timed_out:
+            # A stopped command keeps nothing, and says so only when it changed something.
+            changed = any(staging_changed(folder) for _, folder in staged)
+            if changed and outcome.timed_out:
                 refused.append("memory changes discarded: the command timed out")
-            elif staged and outcome.quota_stopped:
+            elif changed and outcome.quota_stopped:
                 refused.append("memory changes discarded: the command was stopped at a quota")
-            elif any(staging_changed(folder) for _, folder in staged):
+            elif changed:
                 beat = None if heartbeat is None else lambda: heartbeat(stdout.total, stderr.total)
                 changes, refused = await _beating(beat, self._commit, scope, staged, held)
         finally:
@@ -377,8 +385,8 @@ class BashActivities(StagedMemory):
                 use = await self.egress.end(network)
                 self._network_taint(scope, use)
             await self._release(staged, spec.private_dir if spec is not None else None, heartbeat)
-        text_out = backend.present(spec, decode_output(bytes(stdout.head)))
-        raw_err = decode_output(head_err)
+        text_out = backend.present(spec, decode_output(bytes(stdout.head), cut=stdout.truncated))
+        raw_err = decode_output(head_err, cut=stderr.truncated)
         head_text = backend.present(spec, raw_err)
         withheld: str | None = None
         listing_withheld = 0

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import functools
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
@@ -72,15 +73,33 @@ async def _beating(
         raise
 
 
+#: A program's words for a host name that does not resolve, or no route at all
+#: (curl, wget, git, ssh, pip, npm, Python's urllib).
+_OFFLINE = re.compile(
+    r"[Cc]ould not resolve host|Temporary failure in name resolution|Name or service not "
+    r"known|No address associated with hostname|unable to resolve host address|"
+    r"getaddrinfo (?:EAI_AGAIN|ENOTFOUND)|Network is unreachable"
+)
+NO_NETWORK_HINT = (
+    "this agent has no network: its definition has no NetworkPolicy, so no host name "
+    "resolves and nothing outside the sandbox is reachable (retrying will not help); "
+    "work offline (a wheel, a clone or a mirror in the agent's folders), or give the "
+    "definition a NetworkPolicy that allows the hosts it needs"
+)
+
+
 def _hint(scope: Scope, backend: Backend, spec: SandboxSpec, raw_err: str) -> str | None:
-    """Why a failed command may have worked elsewhere: a gap of the backend, or a write
-    to a memory mount that only an overlay (a mount view) can stage."""
+    """Why a failed command may have worked elsewhere: a gap of the backend, a write
+    to a memory mount that only an overlay (a mount view) can stage, or a network its
+    agent does not have."""
     hint = backend.explain(spec, raw_err)
     # What the spec mounted there: a store that does not exist yet is an empty folder.
     writable = {m.virtual for m in scope.mounts if m.store and m.writable}
     memory = [str(m.source) for m in spec.mounts if m.target in writable]
     if hint is None and not backend.has_mount_view and "denied" in raw_err:
-        return NO_STAGED_MEMORY if any(real in raw_err for real in memory) else None
+        hint = NO_STAGED_MEMORY if any(real in raw_err for real in memory) else None
+    if scope.network is None and _OFFLINE.search(raw_err):
+        hint = f"{hint}; {NO_NETWORK_HINT}" if hint else NO_NETWORK_HINT
     return hint
 
 
@@ -154,7 +173,8 @@ def _heartbeat(
 ) -> None:
     details: dict[str, object] = {"stdout_bytes": stdout_bytes, "stderr_bytes": stderr_bytes}
     # The newest output, for the live view (``lw-temporal run``/``status``): heartbeat
-    # details are shown by describe() and never enter the history.
+    # details are shown by describe() and enter the history only as a timed-out
+    # attempt's last details, sealed like every payload.
     for name, tail in zip(("stdout_tail", "stderr_tail"), tails, strict=True):
         if tail:
             details[name] = tail.decode("utf-8", "replace")

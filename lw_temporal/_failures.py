@@ -9,6 +9,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.failure.v1 import Failure
 from temporalio.client import Client, WorkflowHandle, WorkflowHistoryEventFilterType
 
+from ._privacy._sealed_failures import opened_message
+
 
 async def failure_message(client: Client, workflow_id: str) -> str:
     """Why a closed workflow failed, from its close event (every cause, outermost first)."""
@@ -21,7 +23,7 @@ async def failure_message(client: Client, workflow_id: str) -> str:
         failure: Failure | None = event.workflow_execution_failed_event_attributes.failure
         messages = []
         while failure is not None and failure.message:
-            messages.append(failure.message)
+            messages.append(await opened_message(failure, client.data_converter.decode))
             failure = failure.cause if failure.HasField("cause") else None
         return " <- ".join(messages) or "failed"
     return "failed"

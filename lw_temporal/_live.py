@@ -41,6 +41,7 @@ from ._agent import AgentResult, Progress
 from ._failures import failure_message
 from ._ids import PROGRESS_QUERY
 from ._privacy._codec import NoKeysGiven, PayloadSealed
+from ._privacy._sealed_failures import opened_message
 from ._terminal import terminal_safe
 
 #: Seconds between two looks at a live tree.
@@ -391,7 +392,10 @@ async def failing_task(client: Client, workflow_id: str) -> str | None:
         async for event in client.get_workflow_handle(workflow_id).fetch_history_events():
             if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
                 attributes = event.workflow_task_failed_event_attributes
-                failure = attributes.failure.message or "no reason given"
+                failure = (
+                    await opened_message(attributes.failure, client.data_converter.decode)
+                    or "no reason given"
+                )
             elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
                 failure = None
     return failure

@@ -18,12 +18,29 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from lw_temporal import AgentInput, AgentResult, Role, WorkflowDefinition
+from lw_temporal import (
+    AgentInput,
+    AgentResult,
+    ModelRequest,
+    ModelResponse,
+    Role,
+    ToolCall,
+    WorkflowDefinition,
+)
 from lw_temporal._placement import TREE_HEADER
 from lw_temporal._vouch import CALLER_HEADER
 from lw_temporal.dreaming import DreamInput, show_dream, wait_for_review
 from lw_temporal.ids import DREAMING_WORKFLOW, ORCHESTRATOR_WORKFLOW
 from lw_temporal.testing import ScriptedModel, temporal_cli_path, tool
+
+
+async def refusing_brain(request: ModelRequest) -> ModelResponse:
+    """A model that prints the planted name with bash, then refuses quoting it: a
+    failure whose message carries what the payloads seal."""
+    if request.turn == 0:
+        command = f"echo 'tool says {PLANTED}'"
+        return ModelResponse(tool_calls=[ToolCall(name="bash", arguments={"command": command})])
+    return ModelResponse(text=f"I won't keep reviewing {PLANTED}.", stop_reason="refusal")
 
 
 async def opened(client: Client, payloads: Sequence[Payload]) -> list[Payload]:

@@ -21,9 +21,8 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from lw_temporal._approvals._client import list_approvals
-from lw_temporal.dreaming import DreamState, DreamStatus
-from lw_temporal.dreaming._client import list_dreams
-from lw_temporal.dreaming._records import QUERY_STATE, UPDATE_SHOW, ShowResult
+from lw_temporal.dreaming import DreamState, DreamStatus, ShowResult, list_dreams
+from lw_temporal.dreaming._records import QUERY_STATE, UPDATE_SHOW
 from lw_temporal.ids import PROGRESS_QUERY, Progress
 
 from ._approvals_support import DEFINITIONS, MODEL

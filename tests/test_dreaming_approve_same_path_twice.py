@@ -10,8 +10,13 @@ from pathlib import Path
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import AgentResult
-from lw_temporal.dreaming import DreamInput, DreamResult, DreamStatus, wait_for_review
-from lw_temporal.dreaming._client import approve_dream
+from lw_temporal.dreaming import (
+    DreamInput,
+    DreamResult,
+    DreamStatus,
+    approve_dream,
+    wait_for_review,
+)
 from lw_temporal.testing import running_worker
 
 from ._ui_support import DEFINITIONS, model

@@ -17,8 +17,15 @@ from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import AgentResult
 from lw_temporal._config import LwConfig
-from lw_temporal.dreaming import DreamInput, DreamOptions, DreamResult, DreamStatus, wait_for_review
-from lw_temporal.dreaming._records import UPDATE_APPROVE, Decision
+from lw_temporal.dreaming import (
+    Decision,
+    DreamInput,
+    DreamOptions,
+    DreamResult,
+    DreamStatus,
+    wait_for_review,
+)
+from lw_temporal.dreaming._records import UPDATE_APPROVE
 from lw_temporal.memory import MemoryStores, StoreKind, StoreRef
 from lw_temporal.testing import running_worker
 

@@ -17,7 +17,15 @@ from lw_temporal import BashResult, LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._pathcheck import NO_STAGED_MEMORY
 from lw_temporal._sandbox._accounts import nss_wrapper
 from lw_temporal._sandbox._idrange import default_ids
-from lw_temporal._sandbox._landlock_gaps import MNT_HINT, NET_HINT, SHM_HINT, TMP_HINT
+from lw_temporal._sandbox._landlock_gaps import (
+    MNT_HINT,
+    NET_HINT,
+    PTY_HINT,
+    SHM_HINT,
+    TMP_HINT,
+    UNIX_HINT,
+    WATCH_HINT,
+)
 from tests._bash_support import SANDBOXES, bash_worker
 
 PLANNER = "run_cr@differences"
@@ -72,6 +80,15 @@ def _memory_refused(result: BashResult) -> None:
 
 def _no_terminal(result: BashResult) -> None:
     assert result.exit_code != 0 and "Permission denied" in result.stderr, result.stderr
+    hinted(PTY_HINT)(result)
+
+
+def _host_path_written(result: BashResult) -> None:
+    # The word was mapped before echo saw it: the file holds the real folder, which the
+    # result shows under its virtual name again (only the byte count tells).
+    shown, count = result.stdout.splitlines()
+    assert result.exit_code == 0 and shown == "/mnt/scratch/own", result.stdout
+    assert int(count) > 17, result.stdout
 
 
 def _outside_withheld(result: BashResult) -> None:
@@ -115,6 +132,13 @@ ROWS: list[tuple[str, str, Check, Check]] = [
         hinted(NET_HINT),
     ),
     (
+        "unix-sockets",
+        'python3 -c \'import socket; socket.socketpair(); print("pair"); '
+        's = socket.socket(socket.AF_UNIX); s.bind("s.sock"); print("bound")\'',
+        works("pair\nbound\n"),
+        hinted(UNIX_HINT),
+    ),
+    (
         "memory-writes-through-bash",
         "echo more >> /mnt/memory/workflow/notes.md && tail -1 /mnt/memory/workflow/notes.md",
         works("more\n"),
@@ -136,10 +160,24 @@ ROWS: list[tuple[str, str, Check, Check]] = [
         works("/mnt/memory/workflow/notes.md\n"),
     ),
     (
+        "mnt-word-written-as-text",
+        "echo /mnt/scratch/own > w.txt; cat w.txt; wc -c < w.txt",
+        works("/mnt/scratch/own\n17\n"),
+        _host_path_written,
+    ),
+    (
         "listing-of-an-outside-path",
         "find . -maxdepth 0 -printf '%p/\\n/etc/shadow\\n'",
         works("./\n/etc/shadow\n"),
         _outside_withheld,
+    ),
+    (
+        "file-watches",
+        "python3 -c 'import ctypes, os; l = ctypes.CDLL(None, use_errno=True); "
+        'r = l.inotify_add_watch(l.inotify_init1(0), b".", 256); print("watching") '
+        'if r >= 0 else exit("inotify_add_watch: " + os.strerror(ctypes.get_errno()))\'',
+        works("watching\n"),
+        hinted(WATCH_HINT),
     ),
     (
         "pseudo-terminals",

@@ -29,7 +29,7 @@ SYSTEM_ARGV = [
     "--proc", "/proc",
     "--dev", "/dev",
     "--size", "67108864", "--tmpfs", "/dev/shm",
-    "--remount-ro", "/dev",
+    "--remount-ro", "/dev", "--remount-ro", "/proc",
     "--size", "67108864", "--tmpfs", "/tmp",
 ]  # fmt: skip
 HEAD = [
@@ -131,6 +131,7 @@ def test_landlock_rule_set_is_exact(tmp_path: Path, role: tuple[str, str]) -> No
         (str(spec.private_dir / "view"), READ),
         *[(str(etc / name), READ) for name in ("passwd", "group", "hosts", "gitconfig")],
         (str(etc / "nsswitch.conf"), READ),
+        (str(etc / "wgetrc"), READ),
         (str(tmp), every),
     ]
 

@@ -23,6 +23,7 @@ from temporalio.exceptions import ApplicationError
 
 from .._config import LwConfig
 from .._edit import memory_lines
+from .._edit._files import save_once
 from .._ids import Role
 from .._scope import Scope
 from .._taint import TaintBook
@@ -59,7 +60,7 @@ from ._protocol import (
 )
 from ._recorder import recorded, tool_activity_id
 from ._registry import tools_for
-from ._replies import normalized
+from ._replies import clean_text, normalized
 from ._tools import clip
 
 MODEL_ACTIVITY = "lw.model"
@@ -80,6 +81,8 @@ TURNS_WARNING = 3
 
 _HEARTBEAT_SECONDS = 5.0
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
+#: Folder of the agent's own scratch holding the results cleared from its context.
+CLEARED_FOLDER = "context-cleared"
 
 
 class ModelTurn(Wire):
@@ -276,7 +279,9 @@ class ModelActivities:
             upto = min(first + 1, len(full) - 1)
         asked = request.model_copy(update={"summarize": True, "notes": []})
         response = await self._ask(asked)
-        text = response.text.strip() or model_free_summary(request.summary, full[first:upto])
+        # Untrusted like any reply: a lone surrogate would fail this turn at every retry.
+        text = clean_text(response.text).strip()
+        text = text or model_free_summary(request.summary, full[first:upto])
         usage = (
             response.usage if response.usage.model_calls else response.usage + Usage(model_calls=1)
         )
@@ -389,17 +394,14 @@ class ModelActivities:
                 await heartbeat
 
 
-def _save_cleared(scope: Scope, result: ToolResult) -> str:
-    """Put a cleared result where the agent can re-read it: its own scratch."""
+def _save_cleared(scope: Scope, result: ToolResult) -> str | None:
+    """Put a cleared result where the agent can re-read it: its own scratch (never
+    through a link the agent planted there; ``None`` when it could not be saved)."""
     name = f"turn-{result.turn + 1}-{_SAFE_ID.sub('_', result.call_id)[:64]}.txt"
-    folder = scope.own_scratch / "context-cleared"
-    path = folder / name
-    if not path.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(result.text, encoding="utf-8", errors="surrogateescape")
-        tmp.replace(path)
-    return f"/mnt/scratch/own/context-cleared/{name}"
+    data = result.text.encode("utf-8", "surrogateescape")
+    if not save_once(scope.own_scratch, (CLEARED_FOLDER, name), data):
+        return None
+    return f"/mnt/scratch/own/{CLEARED_FOLDER}/{name}"
 
 
 #: Input tokens the provider adds for each of its native tools (its documented
@@ -415,17 +417,13 @@ def _tool_bytes(spec: ToolSpec, native: bool) -> int:
 
 
 def _save_transcript(scope: Scope, exchanges: list[Exchange]) -> None:
-    """The compacted turns in full, where the summary says they are."""
+    """The compacted turns in full, where the summary says they are (never through a
+    link the agent planted there)."""
     if not exchanges:
         return
-    folder = scope.own_scratch / COMPACTED_FOLDER
-    path = folder / f"turns-{exchanges[0].turn + 1}-{exchanges[-1].turn + 1}.md"
-    if path.exists():
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(transcript(exchanges), encoding="utf-8", errors="surrogateescape")
-    tmp.replace(path)
+    name = f"turns-{exchanges[0].turn + 1}-{exchanges[-1].turn + 1}.md"
+    data = transcript(exchanges).encode("utf-8", "surrogateescape")
+    save_once(scope.own_scratch, (COMPACTED_FOLDER, name), data)
 
 
 async def _heartbeat_forever() -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field, ValidationError
 
 from ._protocol import Exchange, ModelResponse, ToolCall, ToolResult, Usage
+from ._tools import clip
 
 #: Conservative bytes per token for the budget estimate (English text and JSON run at
 #: about 4; code and non-Latin scripts lower).
@@ -256,6 +257,11 @@ CLEAR_TO = 0.1
 COMPACT_AT = 0.6
 #: Bytes a cleared result's note is counted as (its text names the saved file).
 NOTE_BYTES = 200
+#: The least UTF-8 bytes a newest result keeps when the newest results alone outgrow
+#: the budget (each is cut to its share of the room, the whole of it saved).
+CUT_FLOOR = 2048
+#: Why a result could not be saved in the agent's scratch.
+UNSAVED = "a link or a file is in the way in /mnt/scratch/own/, or the scratch is full"
 
 
 @dataclass(frozen=True)
@@ -278,7 +284,7 @@ def fit(
     exchanges: list[Exchange],
     fixed_bytes: int,
     budget_tokens: int,
-    save: Callable[[ToolResult], str],
+    save: Callable[[ToolResult], str | None],
 ) -> Fitted:
     """Clear the oldest tool results when the conversation is over ``budget_tokens``.
 
@@ -286,7 +292,9 @@ def fit(
     the same between clearings. Once over budget, results are cleared in one batch
     down to CLEAR_TO of the room (not just under the budget): the next clearing is then
     many turns away. A cleared result is replaced by where its output is saved
-    (``save`` returns that path). The newest turn's results are never cleared.
+    (``save`` returns that path, or ``None`` when it could not save it). The newest
+    turn's results are never cleared; when they alone outgrow the budget, each is cut
+    to its share of the room and saved whole.
     """
     budget = budget_tokens * BYTES_PER_TOKEN
     room = max(budget - fixed_bytes, 0)
@@ -315,12 +323,43 @@ def fit(
         for i, j in flat[:cleared]:
             result = out[i].results[j]
             where = result.ref or save(result)
-            out[i].results[j] = result.model_copy(
-                update={
-                    "text": (
-                        f"[cleared to fit the context budget: {_size(result.text)} bytes, "
-                        f"saved in {where}: re-read it with sed -n, head -c or grep]"
-                    )
-                }
+            text = (
+                f"[cleared to fit the context budget: {_size(result.text)} bytes, "
+                f"saved in {where}: re-read it with sed -n, head -c or grep]"
+                if where is not None
+                else f"[cleared to fit the context budget: {_size(result.text)} bytes; it "
+                f"could not be saved ({UNSAVED})]"
             )
+            out[i].results[j] = result.model_copy(update={"text": text})
+    if exchanges and running > budget:
+        out = _cut_newest(out, running, budget, save)
     return Fitted(out, cleared, stable, compact)
+
+
+def _cut_newest(
+    exchanges: list[Exchange], running: int, budget: int, save: Callable[[ToolResult], str | None]
+) -> list[Exchange]:
+    """When the newest results alone outgrow the budget (one reply of many parallel
+    reads), each keeps an equal share of the room left for them, at least CUT_FLOOR
+    bytes: its head and tail, and where the whole of it is saved."""
+    newest = exchanges[-1]
+    total = sum(_size(r.text) + 64 for r in newest.results)
+    if not newest.results:
+        return exchanges
+    share = max((budget - (running - total)) // len(newest.results), CUT_FLOOR) - 64
+    results = []
+    for result in newest.results:
+        size = _size(result.text)
+        if size <= share:
+            results.append(result)
+            continue
+        where = result.ref or save(result)
+        whole = (
+            f"the whole {size} bytes are in {where}: re-read them with sed -n, head -c or grep"
+            if where is not None
+            else f"the whole {size} bytes could not be saved ({UNSAVED})"
+        )
+        note = f"\n[cut to fit the context budget beside the other results of this turn; {whole}]"
+        text = clip(result.text, max(share - _size(note), 256)) + note
+        results.append(result.model_copy(update={"text": text}))
+    return [*exchanges[:-1], newest.model_copy(update={"results": results})]

@@ -20,6 +20,16 @@ from .._ids import Role
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
 
 
+#: Claude's bash tool, whose own definition promises one shell kept across calls.
+NATIVE_BASH = "bash_20250124"
+#: What lw's bash is instead, said in the system prompt where Claude's tool is offered.
+FRESH_SHELL = (
+    "Your bash tool runs each command in a fresh shell started in your working directory: "
+    "the working directory, variables and background jobs of one call are gone in the "
+    "next. Chain dependent steps in one command (cd dir && make), or write a script."
+)
+
+
 class Wire(BaseModel):
     """A model that leaves fields at their default out of its JSON: each turn's reply
     and results travel through the workflow history, where every field name repeated
@@ -209,8 +219,9 @@ class ModelRequest(BaseModel):
     def system_prompt(self, *, native_tools: bool = False) -> str:
         """The seeds' system prompt: role, instructions, the mount description and the
         workflows it may start. Stable across turns, so providers can cache it.
-        ``native_tools``: the model has Claude's memory tool, so the description also
-        says what ``/memories`` is."""
+        ``native_tools``: the model has Claude's own tools, so the description also
+        says what ``/memories`` is and that each bash call is a fresh shell (Claude's
+        bash tool is documented as one persistent session)."""
         parts = [
             f"You are the {self.role.value} agent of run {self.workflow_id}. You act only "
             "through your tools; every tool call gets a result in the next message."
@@ -218,6 +229,8 @@ class ModelRequest(BaseModel):
         if self.instructions:
             parts.append(self.instructions)
         parts.append(self.mounts)
+        if native_tools and any(t.native == NATIVE_BASH for t in self.tools):
+            parts.append(FRESH_SHELL)
         if native_tools and self.memories:
             parts.append(self.memories)
         if self.available_workflows:

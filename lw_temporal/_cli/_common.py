@@ -247,10 +247,15 @@ def failed(what: str, err: Exception) -> int:
     return 1
 
 
-def exit_now(code: int) -> None:
+def exit_now(code: int, *, undo_sandbox: bool = True) -> None:
     """End the process with ``code`` right away (output flushed; a closed pipe is not
     an error): the SDK's native threads can crash CPython's teardown of a finished
-    process (temporalio/sdk-python#300)."""
+    process (temporalio/sdk-python#300). What the sandbox set up for this process is
+    undone first (``os._exit`` runs no ``atexit`` handler), unless ``undo_sandbox`` is
+    false (a second signal: at once)."""
+    exits = sys.modules.get("lw_temporal._sandbox._exits")  # loaded if a sandbox was
+    if undo_sandbox and exits is not None:
+        exits.run_exit_handlers()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

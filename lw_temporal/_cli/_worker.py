@@ -229,7 +229,7 @@ async def _run_worker(args: argparse.Namespace) -> int:
     def on_signal() -> None:
         if stop.is_set():  # a second signal: do not wait any longer
             say("lw-temporal worker: stopped at once (second signal)", err=True)
-            exit_now(1)
+            exit_now(1, undo_sandbox=False)
         stop.set()
 
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -391,6 +391,40 @@ def _scratch_put(
         os.close(fd)
 
 
+def save_once(root: Path, parts: tuple[str, ...], data: bytes) -> bool:
+    """Put a new file below ``root`` (an agent's own scratch) for the worker's own
+    purposes, never through a link or over a file the agent made there: ``False`` when
+    a folder on the way is not a folder; an existing name is kept as it is."""
+    if _present(root, parts):
+        return True
+    try:
+        _scratch_put(root, parts, data, None, exclusive=True)
+    except Exists:
+        pass
+    except (ToolError, OSError):
+        return False
+    return True
+
+
+def _present(root: Path, parts: tuple[str, ...]) -> bool:
+    """Whether ``parts`` names something below ``root`` already, through folders only."""
+    try:
+        fd = os.open(root, _DIR_FLAGS)
+    except OSError:
+        return False
+    try:
+        for name in parts[:-1]:
+            child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
 def _enter(fd: int, name: str, user: SandboxUser | None) -> int:
     """The folder ``name`` below ``fd`` (made, as the sandbox user's, if absent); the
     caller's ``fd`` is closed."""

@@ -1,7 +1,8 @@
 """Privacy: payloads encrypted per run tree, and erasure of what a run left.
 
 Modules by concern: ``_keys`` (key ids per tree, the key-store interface and its file
-store), ``_codec`` (the payload codec), ``_registry`` (which key store serves which server
+store), ``_codec`` (the payload codec), ``_sealed_failures`` (failure messages sealed
+with the payloads), ``_registry`` (which key store serves which server
 and namespace on this host, for a client command given no keys), ``_remote`` (a codec
 served over HTTP, for a client without the key store), ``_server`` (the codec server
 Temporal's UI and CLI call), ``_places`` (where the agents' runs leave text outside
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from temporalio.converter import DataConverter, PayloadCodec
+from temporalio.converter import DataConverter, DefaultFailureConverter, PayloadCodec
 
 from .._ids import DataLayout
 from . import (  # noqa: F401  (register their erasers: memory's runs before the others)
@@ -34,6 +35,7 @@ from ._codec import (
     sealed_by,
 )
 from ._keys import SHARED_KEY_ID, FileKeyStore, KeyShredded, KeyStore, tree_of
+from ._sealed_failures import SealingFailureConverter, opened_message
 
 
 def key_folder(layout: DataLayout) -> str:
@@ -52,9 +54,14 @@ def with_codec(converter: DataConverter, codec: PayloadCodec | None) -> DataConv
         return converter
     fields = {f.name: getattr(converter, f.name) for f in dataclasses.fields(converter) if f.init}
     fields["payload_codec"] = codec
-    if isinstance(codec, EncryptionCodec) and type(converter) is DataConverter:
-        # Bound once per workflow ID, not cloned per payload (SealingConverter).
-        return SealingConverter(**fields)
+    if isinstance(codec, EncryptionCodec):
+        if fields.get("failure_converter_class") is DefaultFailureConverter:
+            # Failure messages and stack traces sealed too (._sealed_failures).
+            fields["failure_converter_class"] = SealingFailureConverter
+        if type(converter) is DataConverter:
+            # Bound once per workflow ID, not cloned per payload (SealingConverter).
+            return SealingConverter(**fields)
+        return type(converter)(**fields)
     return dataclasses.replace(converter, payload_codec=codec)
 
 
@@ -69,8 +76,10 @@ __all__ = [
     "KeyStore",
     "PayloadSealed",
     "SealingConverter",
+    "SealingFailureConverter",
     "default_key_store",
     "key_folder",
+    "opened_message",
     "sealed_by",
     "tree_of",
     "with_codec",

@@ -34,7 +34,7 @@ from temporalio.converter import (
     WithSerializationContext,
 )
 
-from ._keys import KeyShredded, KeyStore, tree_of
+from ._keys import KeyShredded, KeyStore, check_key_id, tree_of
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 ENCODING = b"binary/encrypted"
 KEY_ID_FIELD = "encryption-key-id"
 _NONCE = 12
+_TAG = 16  # AES-GCM's authentication tag
 #: Keys one process keeps in memory at most (least recently used go first).
 MAX_CACHED_KEYS = 1024
 
@@ -175,8 +176,17 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
         key_id = sealed_by(payload)
         if key_id is None:
             raise PayloadSealed("encrypted payload without an encryption-key-id")
-        cipher = await self.ring.for_decode(key_id)
+        try:
+            check_key_id(key_id)
+        except ValueError as err:
+            raise PayloadSealed(f"encrypted payload naming no run tree's key: {err}") from None
         data = payload.data
+        if len(data) < _NONCE + _TAG:
+            raise PayloadSealed(
+                f"payload of run tree {key_id!r} is cut short ({len(data)} bytes, less than "
+                "a nonce and a tag): altered"
+            )
+        cipher = await self.ring.for_decode(key_id)
         from cryptography.exceptions import InvalidTag
 
         try:

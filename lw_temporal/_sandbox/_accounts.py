@@ -36,6 +36,7 @@ GENERATED_FILES = (
     "/etc/hosts",
     "/etc/gitconfig",
     "/etc/nsswitch.conf",
+    "/etc/wgetrc",
 )
 
 
@@ -97,6 +98,9 @@ def account_files(
         "/etc/hosts": hosts.encode(),
         "/etc/gitconfig": gitconfig.encode(),
         "/etc/nsswitch.conf": nsswitch.encode(),
+        # Empty: wget's defaults. Under Landlock the host's own would be there, closed,
+        # and wget complains on every run that it cannot read it.
+        "/etc/wgetrc": b"",
     }
 
 
@@ -123,7 +127,7 @@ def redirected_environment(account: Account, files: dict[str, str]) -> dict[str,
     """The environment that points programs at generated files kept away from
     ``/etc`` (``files``: ``/etc`` path -> where it really is), for a backend that
     cannot place them at ``/etc`` itself."""
-    env = {"GIT_CONFIG_SYSTEM": files["/etc/gitconfig"]}
+    env = {"GIT_CONFIG_SYSTEM": files["/etc/gitconfig"], "SYSTEM_WGETRC": files["/etc/wgetrc"]}
     library = nss_wrapper()
     if library is not None:
         env.update(

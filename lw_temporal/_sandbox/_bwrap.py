@@ -2,7 +2,7 @@
 
 A new mount namespace whose only contents are the spec's mounts plus the
 :class:`SystemView` (``/usr`` and its links, a few ``/etc`` entries and the account
-files generated for the command, written into the read-only root; a fresh ``/proc``,
+files generated for the command, written into the read-only root; a fresh, read-only ``/proc``,
 a minimal ``/dev``, size-capped ``/tmp`` and ``/dev/shm``); new user (no capabilities, no
 nested user namespaces), pid, ipc, uts, cgroup and network namespaces; a new session
 (no TIOCSTI into the worker's terminal); a cleared environment. Overlay mounts need a
@@ -204,7 +204,9 @@ def system_options(system: SystemView, limits: Limits) -> list[str]:
     for path in system.private_tmp:
         if path.startswith("/dev/"):
             argv += ["--size", str(limits.tmp_size), "--tmpfs", path]
-    argv += ["--remount-ro", "/dev"]
+    # /proc read-only, as under Landlock: no command writes its own oom_score_adj back
+    # down (the worker raised it without setting a floor), nor any other /proc file.
+    argv += ["--remount-ro", "/dev", "--remount-ro", system.proc]
     for path in system.private_tmp:
         if not path.startswith("/dev/"):
             argv += ["--size", str(limits.tmp_size), "--tmpfs", path]

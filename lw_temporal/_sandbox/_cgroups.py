@@ -28,7 +28,6 @@ a process cannot be removed; and a pid says nothing in another namespace).
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import errno
 import functools
@@ -56,6 +55,7 @@ from ._cgroupfs import (
     _writable,
     namespace_tag,
 )
+from ._exits import at_exit
 
 logger = logging.getLogger(__name__)
 
@@ -417,7 +417,7 @@ def command_cgroups() -> CgroupSupport:
                     _sweep(folder)
                 break
     support = CgroupSupport(tuple(hierarchies))
-    atexit.register(_remove_bases, support)
+    at_exit(_remove_bases, support)
     return support
 
 

@@ -145,3 +145,17 @@ def thread_as(user: SandboxUser | None) -> Iterator[None]:
         restored = restored and call(_SYS_SETGROUPS, len(groups), back) == 0
         if not restored:  # pragma: no cover - the kernel keeps a saved uid 0 restorable
             os._exit(70)
+
+
+def give_streams(fds: tuple[int, ...], user: SandboxUser | None) -> None:
+    """Make the command's output pipes ``user``'s, as a launch that creates them as
+    that user does (bwrap's): a command reopening its own stream (``> /dev/stderr``,
+    ``tee /dev/stdout``, ``open("/proc/self/fd/1")``) is checked by the kernel like a
+    file, and a pipe the worker made as root (mode 0600) refused it. Best effort: a
+    pipe that stays the worker's only keeps those reopenings refused."""
+    if user is None:
+        return
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if os.fstat(fd).st_uid != user.uid:
+                os.fchown(fd, user.uid, user.gid)

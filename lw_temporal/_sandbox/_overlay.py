@@ -8,7 +8,6 @@ replaced a lower one as a directory with ``user.overlay.opaque = y``.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import os
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._changes import CONTROL_CHARS, StoreChange
+from ._exits import at_exit
 from ._identity import SandboxUser
 from ._landlock import SHM, on_tmpfs
 from ._threadmounts import ThreadMounts
@@ -304,7 +304,7 @@ def _shm_root(default: Path, gid: int | None, owner: str) -> Path | None:
         root = Path(tempfile.mkdtemp(prefix=f"{SHM_STAGING_PREFIX}{owner}.", dir=SHM))
     except OSError:
         return None
-    atexit.register(_remove_root, root)
+    at_exit(_remove_root, root)
     try:
         os.setxattr(root, "user.lw-probe", b"1")
         os.removexattr(root, "user.lw-probe")

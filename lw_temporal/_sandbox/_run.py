@@ -11,7 +11,6 @@ file only when it does not fit.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import dataclasses
 import fcntl
@@ -31,7 +30,8 @@ from typing import Any, ClassVar
 from ._backends import Backend, Launch
 from ._cgroupfs import namespace_tag
 from ._cgroups import CommandCgroup, command_cgroups
-from ._identity import SandboxUser, thread_as
+from ._exits import at_exit
+from ._identity import SandboxUser, give_streams, thread_as
 from ._oom import first_to_go, protect_worker
 from ._outcome import RunOutcome, _launch_failed
 from ._output import OutputSink
@@ -107,7 +107,7 @@ class _Spawner:
         except OSError:
             return
         self.cgroup = path
-        atexit.register(self._remove)
+        at_exit(self._remove)
 
     def _remove(self) -> None:
         with contextlib.suppress(OSError):
@@ -245,6 +245,8 @@ def _start(launch: Launch, start: _Start, mounts: ThreadMounts | None = None) ->
         finally:
             for fd in launch.fds:
                 os.close(fd)
+        assert proc.stdout is not None and proc.stderr is not None
+        give_streams((proc.stdout.fileno(), proc.stderr.fileno()), start.user)  # before it runs
         if moved_later or not launch.gated:
             _let_go(proc, launch, start)
     except BaseException:

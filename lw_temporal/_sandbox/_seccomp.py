@@ -55,7 +55,9 @@ Denied everywhere (``EPERM`` unless said otherwise):
 Denied on Landlock only (bwrap's namespaces already hold these): every IP socket and
 every ``AF_UNIX`` socket but a ``socketpair`` stream (see :data:`SOCKETS`), ``bind``
 (a pair's end could squat a name in the host's abstract namespace) and ``listen``,
-SysV IPC and POSIX message queues (the host's), ``setpriority`` and
+SysV IPC and POSIX message queues (the host's), file watches (``inotify_add_watch``,
+``fanotify_*``: Landlock does not check the watched path, so a watch on any host folder
+the uid may read reports the names of the files made there), ``setpriority`` and
 ``ioprio_set`` other than on the caller's own process, and ``prlimit64`` and
 ``sched_set*`` aimed at any process but the caller. A command with a network policy
 has TCP sockets whose ``connect`` goes to the connect broker (``LANDLOCK_NETWORK``);
@@ -245,6 +247,11 @@ _LANDLOCK_DENIED = (
     "mq_timedreceive",
     "mq_notify",
     "mq_getsetattr",
+    # Landlock does not check a watch's path: inotify and fanotify would report the
+    # names of files made in any host folder the uid may read, outside every rule.
+    "inotify_add_watch",
+    "fanotify_init",
+    "fanotify_mark",
 )
 #: (syscall, index of its pid argument): allowed only on the caller itself (0).
 _OWN_PROCESS_ONLY = (

@@ -9,6 +9,7 @@ the path pre-check classifies paths by it, and both backends build their mount t
 
 from __future__ import annotations
 
+import glob
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -68,6 +69,30 @@ class Limits:
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
+#: What Debian's OpenJDK reads from ``/etc/java-<N>-openjdk`` (linked from
+#: ``/usr/lib/jvm``; java and javac stop at once without it: "Error loading
+#: java.security file"), by name: not ``management/``, where an admin keeps JMX
+#: passwords.
+_OPENJDK_ENTRIES = (
+    "security",
+    "jvm-amd64.cfg",
+    "jvm-arm64.cfg",
+    "logging.properties",
+    "net.properties",
+    "accessibility.properties",
+    "sound.properties",
+    "swing.properties",
+    "psfont.properties.ja",
+    "psfontj2d.properties",
+    "jfr",
+)
+_OPENJDK = tuple(
+    f"{folder}/{name}"
+    for folder in sorted(glob.glob("/etc/java-*-openjdk"))
+    for name in _OPENJDK_ENTRIES
+)
+
+
 @dataclass(frozen=True, slots=True)
 class SystemView:
     """What a sandboxed command sees of the host besides the spec's mounts.
@@ -104,6 +129,11 @@ class SystemView:
         "/etc/magic.mime",
         "/etc/debian_version",
         "/etc/os-release",
+        *_OPENJDK,
+        # Maven's launcher configuration (linked from /usr/share/maven), not its
+        # settings.xml, where an admin keeps repository credentials.
+        "/etc/maven/m2.conf",
+        "/etc/maven/logging",
     )
     #: Files generated for each command (see :func:`._accounts.account_files`).
     generated: tuple[str, ...] = GENERATED_FILES

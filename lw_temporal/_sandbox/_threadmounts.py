@@ -20,7 +20,6 @@ working folder changes on the way.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import ctypes
 import functools
@@ -32,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._exits import at_exit
 from ._staging import staging_changed
 from ._userns import (
     _CLONE_NEWNS,
@@ -138,7 +138,7 @@ class ThreadMounts:
         mounts = cls()
         if threading.current_thread() is threading.main_thread():
             # before the exit handlers remove the staging folders these are mounted on
-            atexit.register(mounts.release_all)
+            at_exit(mounts.release_all)
         return mounts
 
     def mount(self, overlays: tuple[Overlay, ...], user: tuple[int, int] | None = None) -> None:

@@ -21,6 +21,13 @@ walk here instead:
   the folders it holds by the names and inodes it recorded;
 * names entries only relative to a held descriptor (``unlinkat``, ``fchownat``).
 
+A worker that is not root (the compose worker) removes the folders it owns whatever
+their modes: a used overlay's work folder holds the kernel's ``work/incompat/volatile``
+marker, mode 000, made where the worker's uid was root of the command's user
+namespace. A folder of the worker's own uid that its mode closes to it is given
+``u+rwx`` (by descriptor, the very folder listed) before it is emptied; another
+user's folder is never opened that way.
+
 A folder a command renames away while it is walked is no longer part of the tree and
 is left where it went; what a command adds meanwhile is removed with the rest or the
 removal fails with ``ENOTEMPTY`` after a few passes (it never loops forever).
@@ -174,7 +181,7 @@ def remove_at(dir_fd: int, name: str, expect: Ident | None = None) -> bool:
             os.unlink(name, dir_fd=dir_fd)
         return True
     for _ in range(_PASSES):
-        fd = open_dir_at(dir_fd, name, ident(info))
+        fd = _open_to_empty(dir_fd, name, ident(info))
         try:
             _empty(fd, name, ident(info))
         finally:
@@ -204,7 +211,7 @@ def _empty(root_fd: int, root_name: str, root_ident: Ident) -> None:
                     _flatten(top, name, child, levels[0])
                     continue
                 try:
-                    fd = open_dir_at(top.fd, name, child)
+                    fd = _open_to_empty(top.fd, name, child)
                 except OSError as err:
                     if err.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
                         continue  # gone or replaced meanwhile: the next pass sees it
@@ -219,6 +226,46 @@ def _empty(root_fd: int, root_name: str, root_ident: Ident) -> None:
     finally:
         for level in levels[1:]:
             os.close(level.fd)
+
+
+def _open_to_empty(dir_fd: int, name: str, expect: Ident) -> int:
+    """:func:`open_dir_at` of a folder about to be emptied and removed; a folder of the
+    worker's own uid whose mode closes it to its owner is opened up first (see the
+    module), so that it can be listed and what it holds unlinked."""
+    try:
+        fd = open_dir_at(dir_fd, name, expect)
+    except PermissionError:
+        if not _open_up(dir_fd, name, expect):
+            raise
+        fd = open_dir_at(dir_fd, name, expect)
+    try:
+        info = os.fstat(fd)
+        if info.st_uid == os.geteuid() and info.st_mode & stat.S_IRWXU != stat.S_IRWXU:
+            os.fchmod(fd, stat.S_IMODE(info.st_mode) | stat.S_IRWXU)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_up(dir_fd: int, name: str, expect: Ident) -> bool:
+    """Give the folder ``name`` (that very folder, not a link) ``u+rwx`` when it is the
+    worker's own; whether it was."""
+    try:
+        fd = _open_at(dir_fd, name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if ident(info) != expect or info.st_uid != os.geteuid():
+            return False
+        # an O_PATH descriptor takes no fchmod; its /proc link names the folder itself
+        os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(info.st_mode) | stat.S_IRWXU)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _clear(fd: int) -> list[tuple[str, Ident]]:
@@ -273,7 +320,12 @@ def _flatten(top: _Level, name: str, child: Ident, root: _Level) -> None:
     descriptor, so it stays inside the tree), where a later step removes it."""
     moved = f".lw-deep-{uuid.uuid4().hex}"
     try:
-        os.rename(name, moved, src_dir_fd=top.fd, dst_dir_fd=root.fd)
+        try:
+            os.rename(name, moved, src_dir_fd=top.fd, dst_dir_fd=root.fd)
+        except PermissionError:  # a folder moved to another parent must be writable
+            if not _open_up(top.fd, name, child):
+                raise
+            os.rename(name, moved, src_dir_fd=top.fd, dst_dir_fd=root.fd)
     except FileNotFoundError:
         return
     assert root.pending is not None

@@ -48,6 +48,7 @@ from temporalio.worker import (
 from ._export import span_exporter
 from ._facts import workflow_attributes
 from ._interceptor import TelemetryInterceptor
+from ._quiet import QuietSpan
 
 TRACER_NAME = "lw_temporal"
 SERVICE_NAME = "lw-temporal"
@@ -76,7 +77,8 @@ def default_tracer_provider() -> TracerProvider | None:
 
 
 class LabellingTracer(Tracer):
-    """Temporal's spans with lw's labels: every span Temporal's interceptor makes for
+    """Temporal's spans with lw's labels, failures recorded without their messages
+    (:class:`._quiet.QuietSpan`): every span Temporal's interceptor makes for
     a workflow (``StartWorkflow``, ``RunWorkflow``, ``StartActivity``,
     ``StartChildWorkflow``...) also carries the role, definition and workflow id read
     from its ``temporalWorkflowID``, so any of them can be filtered by agent."""
@@ -95,15 +97,17 @@ class LabellingTracer(Tracer):
         record_exception: bool = True,
         set_status_on_exception: bool = True,
     ) -> Span:
-        return self._tracer.start_span(
-            name,
-            context,
-            kind,
-            _labelled(attributes),
-            links,
-            start_time,
-            record_exception,
-            set_status_on_exception,
+        return QuietSpan(
+            self._tracer.start_span(
+                name,
+                context,
+                kind,
+                _labelled(attributes),
+                links,
+                start_time,
+                record_exception,
+                set_status_on_exception,
+            )
         )
 
     @contextmanager

@@ -11,6 +11,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.client import Client
 
+from .._privacy._sealed_failures import opened_message
 from ._records import (
     MAX_CHILDREN,
     MAX_COMMAND,
@@ -152,7 +153,7 @@ async def _extract_history(
             attrs = getattr(event, kind)
             name, _ = scheduled.pop(attrs.scheduled_event_id, ("", None))
             if out.room():
-                message = attrs.failure.message or "failed"
+                message = await opened_message(attrs.failure, decode) or "failed"
                 if kind.startswith("activity_task_timed_out"):
                     message = f"timed out: {message}"
                 out.failures.append(
@@ -163,7 +164,8 @@ async def _extract_history(
             if out.room():
                 out.failures.append(
                     FailureRecord(
-                        source="workflow", message=text_of(attrs.failure.message, 500) or ""
+                        source="workflow",
+                        message=text_of(await opened_message(attrs.failure, decode), 500) or "",
                     )
                 )
         elif kind == "child_workflow_execution_started_event_attributes":

@@ -108,14 +108,34 @@ def _chunk_end(data: bytes, pos: int) -> int:
 
 
 def fold(text: str) -> str:
-    """Lower case without diacritics: how the index compares words."""
+    """Lower case without diacritics: when two words of a query are one word."""
     decomposed = unicodedata.normalize("NFKD", text.lower())
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def query_terms(query: str) -> list[str]:
-    """The distinct words of ``query``, in order, at most :data:`MAX_QUERY_TERMS`."""
-    return list(dict.fromkeys(_WORD.findall(fold(query))))[:MAX_QUERY_TERMS]
+    """The distinct words of ``query`` (alike but for case and accents: one), in order,
+    at most :data:`MAX_QUERY_TERMS`. A word is kept as written (composed, NFKC): the
+    index's tokenizer folds case and Latin accents itself, and a word taken apart
+    would not be found (NFKD cuts a Korean syllable into jamo and splits the voicing
+    mark off a Japanese kana, which the index holds whole)."""
+    words: dict[str, str] = {}
+    for word in _WORD.findall(unicodedata.normalize("NFKC", query)):
+        words.setdefault(fold(word), word.lower())
+    return list(words.values())[:MAX_QUERY_TERMS]
+
+
+def phrases(terms: list[str], query: list[str] | None = None) -> list[tuple[str, ...]]:
+    """The phrases an FTS5 query of ``terms`` looks for: each word, then each pair of
+    them that stands side by side in ``query``."""
+    kept = set(terms)
+    order = query or []
+    return [(t,) for t in terms] + [(a, b) for a, b in itertools.pairwise(order) if {a, b} <= kept]
+
+
+def phrase_text(words: tuple[str, ...]) -> str:
+    """One phrase of an FTS5 query, quoted so that no word is read as an operator."""
+    return '"' + " ".join(words).replace('"', '""') + '"'
 
 
 def match_expression(terms: list[str], query: list[str] | None = None) -> str:
@@ -123,8 +143,4 @@ def match_expression(terms: list[str], query: list[str] | None = None) -> str:
     read as an operator (``NEAR``, ``OR``, ``*``, a column filter); and each pair of
     them that stands side by side in ``query`` as a phrase, so a note holding the pair
     as the question does ranks above one holding the words apart."""
-    quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
-    kept = set(terms)
-    order = query or []
-    pairs = [f'"{a} {b}"' for a, b in itertools.pairwise(order) if {a, b} <= kept]
-    return " OR ".join(quoted + pairs)
+    return " OR ".join(phrase_text(p) for p in phrases(terms, query))

@@ -5,7 +5,8 @@ activity takes them from the caller's scope, never from the request), each with 
 its hits' paths are shown and an optional folder or file inside it. Each store's
 index (:mod:`._searchdb`) is first brought in step with its files: built on a store's
 first search, repaired under the store's lock when behind, so a commit never pays for
-it. Ranking is by words (:mod:`._searchquery`); with an :class:`Embedder` also by
+it. Ranking is by words (:mod:`._searchquery`; several stores' hits as one collection,
+:mod:`._searchmerge`); with an :class:`Embedder` also by
 meaning, in steps (:class:`Query`) so the activity calls the embedder on its event
 loop between two pieces of blocking work.
 
@@ -23,6 +24,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -30,16 +32,18 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from .._scope import StoreRef
 from ..errors._kinds import INVALID_REQUEST, MEMORY_BUSY, MEMORY_SEARCH_UNAVAILABLE, lw_error
 from . import _fs
-from ._apply import recover
-from ._chunks import match_expression, query_terms
+from ._apply import checkpoint, recover
+from ._chunks import match_expression, phrases, query_terms
 from ._index import tree_id
 from ._journal import Cancelled, locked
 from ._records import DEFAULT_SEARCH_HITS, MemorySearchResult
-from ._searchdb import fts5_available, meta
+from ._searchdb import fts5_available, keep_vectors, meta
+from ._searchmerge import StoreCounts, choose_words, rescore, store_counts
 from ._searchquery import (
     LEXICAL_CAP,
     ChunkRow,
     Found,
+    Lookup,
     as_hit,
     chunk_rows,
     fuse,
@@ -63,6 +67,9 @@ EMBED_BATCH = 64
 EMBED_CHARS = 8000
 #: Seconds a search waits for the embedder (the activity heartbeats only in between).
 EMBED_TIMEOUT = 20.0
+
+#: A store's mark that its journal and index still hold what a redaction took back.
+PURGE_PENDING = "purge-pending"
 
 #: How a result says it was ranked.
 BY_WORDS = (
@@ -158,9 +165,12 @@ class StoreSearch:
             and files.journal.pending() is None
             and index.checked(path)
             and meta(index.connect(path), "synced") == tree_id(usage.tree)
+            and not (files.state / PURGE_PENDING).exists()
         ):
             return path
         with locked(files.state, str(store), cancel, self.lock_timeout):
+            if (files.state / PURGE_PENDING).exists():
+                self.finish_purge(files)  # a redaction stopped before its purge
             return self._in_step(files, cancel)
 
     def _in_step(
@@ -185,7 +195,7 @@ class StoreSearch:
             new, conn = index.create()
             try:
                 if path is not None:
-                    _keep_vectors(conn, path)
+                    keep_vectors(conn, path)
                 index.sync_all(conn, root_fd, files.index, tree, _cancelled(cancel))
                 conn.execute("DELETE FROM vectors WHERE sha NOT IN (SELECT sha FROM chunks)")
             except BaseException:
@@ -212,6 +222,21 @@ class StoreSearch:
         with locked(files.state, str(store), None, self.lock_timeout):
             self.purge_locked(files, drop=drop)
 
+    @staticmethod
+    def mark_purge(files: StoreFiles) -> None:
+        """Say, durably, that the store's journal and index are to be purged (before a
+        redaction commits): if its process is killed before :meth:`finish_purge`, the
+        next search of the store, or the next redaction, finishes it."""
+        _fs.write_atomic(files.state / PURGE_PENDING, b"redaction\n")
+
+    def finish_purge(self, files: StoreFiles) -> None:
+        """Checkpoint the store (its journal holds the bytes of recent changes) and scrub
+        its index (call under the store's lock), then drop :meth:`mark_purge`'s mark."""
+        checkpoint(files)
+        self.purge_locked(files)
+        with suppress(FileNotFoundError):
+            (files.state / PURGE_PENDING).unlink()
+
     def purge_locked(self, files: StoreFiles, *, drop: bool = False) -> None:
         """:meth:`purge_search` for a caller that holds the store's lock."""
         index = files.search
@@ -227,19 +252,8 @@ class StoreSearch:
             index.drop()  # what cannot be scrubbed goes whole
 
 
-def _keep_vectors(conn: sqlite3.Connection, old: Path) -> None:
-    """Copy the vectors of an earlier generation into a new one (they were paid for);
-    none from one that cannot be read."""
-    try:
-        conn.execute("ATTACH DATABASE ? AS old", (str(old),))
-    except sqlite3.Error:
-        return
-    try:
-        conn.execute("INSERT OR IGNORE INTO vectors SELECT sha, model, vec FROM old.vectors")
-    except sqlite3.Error:
-        pass
-    finally:
-        conn.execute("DETACH DATABASE old")
+def _busy(target: SearchTarget, err: sqlite3.OperationalError) -> Exception:
+    return lw_error(MEMORY_BUSY, f"memory search of {target.store}: the index is busy: {err}")
 
 
 class Query:
@@ -270,6 +284,8 @@ class Query:
         #: Each store's FTS5 query: the query's words that are worth looking up there.
         self.exprs: list[str | None] = []
         self.paths: list[Path | None] = []
+        #: What each store's index holds of the query's words.
+        self.lookups: list[Lookup | None] = []
         self.by_words: list[Found] = []
         self.by_meaning: list[Found] = []
         #: Whether a store had more chunks matching by words than were ranked.
@@ -285,37 +301,74 @@ class Query:
         return self.stores.files(self.targets[target].store).search.connect(path)
 
     def words(self, cancel: threading.Event | None) -> None:
-        """Bring every store's index in step and rank its chunks by words."""
+        """Bring every store's index in step and rank its chunks by words. Several
+        stores are one collection: a word is common or rare among all their chunks,
+        and their chunks are scored again over their counts together."""
         for i, target in enumerate(self.targets):
             self.paths.append(None)
             self.exprs.append(None)
-            found = self._words_of(i, target, cancel)
-            self.by_words += found
-            if len(found) >= LEXICAL_CAP:
+            self.lookups.append(None)
+            self._lookup_of(i, target, cancel)
+        choose_words(self.lookups, self.terms)
+        per_store: dict[int, list[Found]] = {}
+        for i, target in enumerate(self.targets):
+            hits = self._words_of(i, target, cancel)
+            if hits:
+                per_store[i] = hits
+            self.by_words += hits
+            if len(hits) >= LEXICAL_CAP:
                 self.capped = True
+        if len(per_store) > 1:  # bm25() of two stores does not compare: one collection
+            self.by_words = rescore(self.by_words, self._counts(per_store))
 
-    def _words_of(
-        self, i: int, target: SearchTarget, cancel: threading.Event | None
-    ) -> list[Found]:
+    def _counts(self, per_store: dict[int, list[Found]]) -> dict[int, StoreCounts]:
+        """Every searched store's counts (those without hits count toward how rare a
+        word is), its candidates' among them."""
+        counts: dict[int, StoreCounts] = {}
+        for i, lookup in enumerate(self.lookups):
+            conn = self._conn(i)
+            if conn is None or lookup is None:
+                continue
+            if not lookup.simple:
+                return {}  # a word FTS5 cuts in two: the stores' own scores stand
+            looked_up = phrases(lookup.kept, self.terms)
+            found = per_store.get(i, [])
+            counts[i] = store_counts(conn, lookup, looked_up, (f.chunk for f in found))
+        return counts
+
+    def _lookup_of(self, i: int, target: SearchTarget, cancel: threading.Event | None) -> None:
+        """Store ``i``'s index, in step, and what it holds of the query's words."""
         for attempt in range(2):
             try:
                 self.paths[i] = self.stores.search_index(target.store, cancel=cancel)
                 conn = self._conn(i)
-                if conn is None:
-                    return []
-                words = informative(conn, self.terms)
-                if not words:
-                    return []
-                expr = self.exprs[i] = match_expression(words, self.terms)
-                return lexical(conn, i, expr, target.prefix)
+                self.lookups[i] = None if conn is None else informative(conn, self.terms)
+                return
             except sqlite3.OperationalError as err:
-                raise lw_error(
-                    MEMORY_BUSY, f"memory search of {target.store}: the index is busy: {err}"
-                ) from None
+                raise _busy(target, err) from None
             except sqlite3.DatabaseError:
                 if attempt:
                     raise
                 self.stores.purge_search(target.store, drop=True)  # damaged: built again
+
+    def _words_of(
+        self, i: int, target: SearchTarget, cancel: threading.Event | None
+    ) -> list[Found]:
+        """Store ``i``'s chunks that match the words worth looking up there."""
+        for attempt in range(2):
+            lookup, conn = self.lookups[i], self._conn(i)
+            if lookup is None or conn is None or not lookup.kept:
+                return []
+            try:
+                expr = self.exprs[i] = match_expression(lookup.kept, self.terms)
+                return lexical(conn, i, expr, target.prefix)
+            except sqlite3.OperationalError as err:
+                raise _busy(target, err) from None
+            except sqlite3.DatabaseError:
+                if attempt:
+                    raise
+                self.stores.purge_search(target.store, drop=True)  # damaged: built again
+                self._lookup_of(i, target, cancel)  # its words as this store alone has them
         return []
 
     def to_embed(self, cancel: threading.Event | None) -> list[str]:

@@ -387,6 +387,21 @@ class SearchIndex:
         return fresh
 
 
+def keep_vectors(conn: sqlite3.Connection, old: Path) -> None:
+    """Copy the vectors of an earlier generation into a new one (they were paid for);
+    none from one that cannot be read."""
+    try:
+        conn.execute("ATTACH DATABASE ? AS old", (str(old),))
+    except sqlite3.Error:
+        return
+    try:
+        conn.execute("INSERT OR IGNORE INTO vectors SELECT sha, model, vec FROM old.vectors")
+    except sqlite3.Error:
+        pass
+    finally:
+        conn.execute("DETACH DATABASE old")
+
+
 def _indexable(rel: str) -> bool:
     """A name memory can hold (a file planted with another is not searched)."""
     try:

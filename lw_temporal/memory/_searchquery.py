@@ -78,33 +78,62 @@ def _temporary(conn: sqlite3.Connection, statement: str) -> None:
         conn.execute(statement)
 
 
-def informative(conn: sqlite3.Connection, words: list[str]) -> list[str]:
-    """The words of a query worth looking up in this index, rarest first while the
-    chunks holding them stay within :data:`RANK_BUDGET`: ranking costs per chunk that
-    holds any of them, and the words left out are the commonest, which BM25 weighs
-    least (those in half the chunks or more not at all). Words the index does not hold
-    are left out too; if every word is in half the chunks, the rarest three are kept."""
-    _temporary(conn, "DELETE FROM temp.lw_words")
-    conn.executemany("INSERT INTO temp.lw_words(rowid, t) VALUES(?, ?)", enumerate(words))
-    stems = dict(conn.execute("SELECT doc, term FROM temp.lw_stems").fetchall())
-    wanted = sorted(set(stems.values()))
-    if not wanted:
-        return []
-    marks = ",".join("?" * len(wanted))
-    df = dict(conn.execute(f"SELECT term, doc FROM temp.lw_terms WHERE term IN ({marks})", wanted))
-    total = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
-    present = sorted(
-        (int(df[stems[i]]), i, w) for i, w in enumerate(words) if df.get(stems.get(i), 0)
-    )
+@dataclass(slots=True)
+class Lookup:
+    """What one index holds of a query's words: those worth looking up (``kept``), each
+    present word's stem as the index has it and the chunks holding it (``df``), the
+    index's chunks (``total``), and whether every word is one token there (``simple``)."""
+
+    kept: list[str]
+    stems: dict[str, str] = field(default_factory=dict)
+    df: dict[str, int] = field(default_factory=dict)
+    total: int = 0
+    simple: bool = True
+
+
+def worth(lookup: Lookup, words: list[str], df: dict[str, int], total: int) -> list[str]:
+    """The words of ``words`` worth looking up in ``lookup``'s index, rarest first (by
+    ``df`` among ``total`` chunks: the index's own, or those of every store searched
+    together) while the chunks holding them there stay within :data:`RANK_BUDGET`:
+    ranking costs per chunk that holds any of them, and the words left out are the
+    commonest, which BM25 weighs least (those in half the chunks or more not at all).
+    Words the index does not hold are left out too; if every word is in half the
+    chunks, the rarest three are kept."""
+    present = sorted((df[w], i, w) for i, w in enumerate(words) if lookup.df.get(w, 0))
     useful = [(n, i, w) for n, i, w in present if n * 2 < total] or present[:3]
     kept: list[tuple[int, str]] = []
     rows = 0
-    for n, i, w in useful:
-        if kept and rows + n > RANK_BUDGET:
+    for _n, i, w in useful:
+        here = lookup.df[w]
+        if kept and rows + here > RANK_BUDGET:
             break
         kept.append((i, w))
-        rows += n
+        rows += here
     return [w for _i, w in sorted(kept)]
+
+
+def informative(conn: sqlite3.Connection, words: list[str]) -> Lookup:
+    """What this index holds of ``words``, and those worth looking up in it alone
+    (:func:`worth`)."""
+    _temporary(conn, "DELETE FROM temp.lw_words")
+    conn.executemany("INSERT INTO temp.lw_words(rowid, t) VALUES(?, ?)", enumerate(words))
+    tokens = conn.execute("SELECT doc, term FROM temp.lw_stems").fetchall()
+    stems = dict(tokens)
+    wanted = sorted(set(stems.values()))
+    if not wanted:
+        return Lookup([])
+    marks = ",".join("?" * len(wanted))
+    df = dict(conn.execute(f"SELECT term, doc FROM temp.lw_terms WHERE term IN ({marks})", wanted))
+    total = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+    lookup = Lookup(
+        kept=[],
+        stems={w: str(stems[i]) for i, w in enumerate(words) if df.get(stems.get(i), 0)},
+        df={w: int(df[stems[i]]) for i, w in enumerate(words) if df.get(stems.get(i), 0)},
+        total=total,
+        simple=len(tokens) == len(stems),
+    )
+    lookup.kept = worth(lookup, words, lookup.df, total)
+    return lookup
 
 
 def lexical(conn: sqlite3.Connection, target: int, expr: str, prefix: str) -> list[Found]:

@@ -18,7 +18,7 @@ go through. Each concern lives in its own module:
   redaction, retention, moves
   (the retention methods themselves, and :mod:`._names`'s resolution of what an
   operator types, are mixed into :class:`MemoryStores`);
-- :mod:`._search` (mixed in too), :mod:`._searchquery`, :mod:`._searchdb`,
+- :mod:`._search` (mixed in too), :mod:`._searchquery`, :mod:`._searchmerge`, :mod:`._searchdb`,
   :mod:`._searchrows`, :mod:`._chunks`: search, and the index each commit keeps.
 
 All bookkeeping lives under the layout's state dir (``stores/<kind>/<key>/``), never
@@ -342,6 +342,7 @@ class MemoryStores(StoreHistory, StoreSearch, StoreMoves, StoreRetention, StoreQ
         # each name that is a file now is rewritten too (the one named last)
         live = [n for n in names if n != rel and self.read_bytes(store, n) is not None]
         mapping: dict[str, str] = {}
+        self.mark_purge(files)  # a redaction killed after its commit is purged later
         for name in [*live, rel]:
             body = redact_body(
                 files, tuple(name.split("/")), shown if name == rel else f"{store}:{name}",
@@ -376,6 +377,7 @@ class MemoryStores(StoreHistory, StoreSearch, StoreMoves, StoreRetention, StoreQ
         back is not kept there."""
         files = self.files(store)
         with locked(files.state, str(store), None, self.lock_timeout):
-            checkpoint(files)
             if purge_search:
-                self.purge_locked(files)
+                self.finish_purge(files)
+            else:
+                checkpoint(files)

@@ -63,7 +63,10 @@ class AnthropicModel:
             agent's mounts) instead of lw's ``bash`` and ``memory_*`` function schemas.
         sdk_retries: retries inside the SDK. 0 by default: the activity's retry policy
             retries instead, after the provider's ``retry-after``, visibly in history.
-        request_options: extra Messages API fields (``temperature``, ``thinking``, ...).
+        request_options: extra Messages API fields (``temperature``, ``top_p``,
+            ``metadata``...). Not ``thinking``: with it on, the API wants each reply's
+            thinking blocks sent back beside its tool results, and lw does not keep them,
+            so the second turn would be refused; it is refused here instead.
     """
 
     def __init__(
@@ -77,6 +80,16 @@ class AnthropicModel:
         sdk_retries: int = 0,
         request_options: Mapping[str, Any] | None = None,
     ) -> None:
+        thinking = (request_options or {}).get("thinking")
+        if thinking is not None and not (
+            isinstance(thinking, Mapping) and thinking.get("type") == "disabled"
+        ):
+            raise ValueError(
+                "AnthropicModel(request_options={'thinking': ...}): extended thinking is not "
+                "supported: with it on, the Messages API refuses a tool result unless the "
+                "reply's thinking blocks are sent back with it, and lw does not keep them "
+                "between turns; leave 'thinking' out of request_options"
+            )
         base = client if client is not None else anthropic.AsyncAnthropic()
         self.client = base.with_options(max_retries=sdk_retries)
         self.model = model
