@@ -47,7 +47,7 @@ from ._bash_parts import (
     _with_tails,
 )
 from ._bash_staging import StagedMemory
-from ._changes import CommandTaint, CommitOutcome, Committer, StoreChange
+from ._changes import CommandTaint, CommitMark, CommitOutcome, Committer, StoreChange
 from ._config import LwConfig
 from ._egress import (
     EgressService,
@@ -94,7 +94,9 @@ OUTPUT_FOLDER = ".bash-output"
 SAVED_OUTPUT_SHARE = 4
 
 
-def apply_staged(scope: Scope, store: StoreRef, changes: Sequence[StoreChange]) -> CommitOutcome:
+def apply_staged(
+    scope: Scope, store: StoreRef, changes: Sequence[StoreChange], *, since: int | None = None
+) -> CommitOutcome:
     """The plain commit: apply the changes to the store folder under a per-store lock."""
     root = store.path(scope.layout)
     locks = scope.layout.state / "locks"
@@ -130,6 +132,8 @@ class BashActivities(StagedMemory):
         max_timeout: the most a request may ask for.
         limits: rlimits, tmpfs size and process limit of each command.
         commit_staged: how bash-made memory changes are committed.
+        commit_mark: where a store's change log ends before a command (for
+            ``commit_staged``'s ``since``).
         capture_limits: the most one command may leave in a writable memory mount
             (entries, depth, sizes, name lengths) before any of it is committed.
         sandbox_ids: the host ids a root worker leases to agents, one uid and gid per
@@ -152,6 +156,7 @@ class BashActivities(StagedMemory):
         max_timeout: float = 3600.0,
         limits: Limits | None = None,
         commit_staged: Committer | None = None,
+        commit_mark: CommitMark | None = None,
         capture_limits: CaptureLimits | None = None,
         sandbox_ids: range | None = None,
         egress: ProxyLimits | None = None,
@@ -166,6 +171,7 @@ class BashActivities(StagedMemory):
         self.max_timeout = max_timeout
         self.limits = limits or Limits()
         self.commit_staged: Committer = commit_staged or apply_staged
+        self.commit_mark: CommitMark = commit_mark or (lambda _scope, _store: None)
         self.capture_limits = capture_limits or CaptureLimits()
         layout = config.layout
         self.identities = CommandIdentities(layout, sandbox_ids)

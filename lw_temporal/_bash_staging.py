@@ -21,7 +21,7 @@ from ._bash_parts import (
     _empty_dir,
     _refusal,
 )
-from ._changes import CommandTaint, Committer
+from ._changes import CommandTaint, CommitMark, Committer
 from ._egress import (
     PROXY_HOST,
     PROXY_PORT,
@@ -48,6 +48,9 @@ from ._sandbox import (
 from ._scope import Mount, Scope
 from .errors._kinds import MEMORY_COMMIT_FAILED, lw_error
 
+#: Each staging folder in use: its store's change-log mark from before its command.
+_MARKS: dict[Path, int | None] = {}
+
 #: The last refusal of a command whose memory changes were all discarded at capture.
 DISCARDED = "memory changes discarded: nothing of this command's memory changes was kept"
 
@@ -62,6 +65,7 @@ class StagedMemory:
     limits: Limits
     taint: CommandTaint | None
     commit_staged: Committer
+    commit_mark: CommitMark
     capture_limits: CaptureLimits
     _staging_pool: StagingPool
 
@@ -120,6 +124,7 @@ class StagedMemory:
         (heartbeating: removing what a command left, 50,000 folders, can take long)."""
         keep_alive = None if heartbeat is None else lambda: heartbeat(0, 0)
         for _, folder in staged:
+            _MARKS.pop(folder, None)
             for gone in self._staging_pool.keep(folder):
                 release_staging(gone)
                 await _beating(keep_alive, _discard, gone)
@@ -151,7 +156,11 @@ class StagedMemory:
             # A tainted run's writes to this store are held: its overlay starts from
             # them, in a staging folder of its own (a reused one may be mounted).
             held = self.taint is not None and self.taint.holds(scope, mount)
+            # the store's change log before the command: what others change meanwhile
+            # is not overwritten by what the command made of the earlier content
+            mark = self.commit_mark(scope, mount.store)
             folder = self._staging(scope, user, fresh=held)
+            _MARKS[folder] = mark
             if held and self.taint is not None:
                 self.taint.populate(scope, mount, folder / "upper", user)
             staged.append((mount, folder))
@@ -185,12 +194,15 @@ class StagedMemory:
         if any(r.blocks for _, _, kept in captured for r in kept):
             return [], [*refused, DISCARDED]
         changes: list[MemoryChange] = []
+        folder_of = {id(mount): folder for mount, folder in staged}
         for mount, found, _ in captured:
             assert mount.store is not None
             if not found:
                 continue
             try:
-                outcome = self.commit_staged(scope, mount.store, found)
+                outcome = self.commit_staged(
+                    scope, mount.store, found, since=_MARKS.get(folder_of[id(mount)])
+                )
             except OSError as err:
                 raise lw_error(
                     MEMORY_COMMIT_FAILED,

@@ -9,7 +9,7 @@ depend on this module, not on each other.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -77,8 +77,21 @@ class CommandTaint(Protocol):
 
 class Committer(Protocol):
     """Commits one command's changes to one store, all or nothing; called inside the
-    bash activity (or a thread that copied its context)."""
+    bash activity (or a thread that copied its context). ``since`` is the store's
+    audit mark (``CommitMark``) taken before the command started: a path another
+    writer changed after it refuses the command's changes rather than overwrite the
+    other change with what the command derived from the earlier content."""
 
     def __call__(
-        self, scope: Scope, store: StoreRef, changes: Sequence[StoreChange]
+        self,
+        scope: Scope,
+        store: StoreRef,
+        changes: Sequence[StoreChange],
+        *,
+        since: int | None = None,
     ) -> CommitOutcome: ...
+
+
+#: Where a store's change log ends now (``None``: no such log), for ``Committer``'s
+#: ``since``.
+CommitMark = Callable[[Scope, StoreRef], "int | None"]

@@ -39,7 +39,7 @@ from ._workflows import WORKFLOWS
 from .dreaming._activities import DreamingActivities
 from .dreaming._workflow import DreamingWorkflow
 from .memory._activities import MemoryActivities
-from .memory._capture import bash_committer
+from .memory._capture import audit_mark, bash_committer
 from .memory._gate import TaintGate
 from .memory._retention import RetentionActivities, ScratchRetentionWorkflow
 from .memory._stores import MemoryStores
@@ -214,6 +214,7 @@ class LittleWorkflowPlugin(SimplePlugin):
             output_cap=bash.output_cap,
             limits=bash.limits,
             commit_staged=bash_committer(self.memory),
+            commit_mark=audit_mark(self.memory),
             sandbox_ids=bash.sandbox_ids,
             egress=(egress or EgressOptions()).limits(),
             taint=self.memory.gate,

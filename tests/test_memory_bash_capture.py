@@ -89,8 +89,10 @@ async def test_retried_bash_command_commits_once(
     commit = plugin.bash_activities.commit_staged
     attempts: list[int] = []
 
-    def lost_after_commit(scope: Scope, store: StoreRef, changes: Sequence[StoreChange]) -> Any:
-        outcome = commit(scope, store, changes)
+    def lost_after_commit(
+        scope: Scope, store: StoreRef, changes: Sequence[StoreChange], *, since: int | None = None
+    ) -> Any:
+        outcome = commit(scope, store, changes, since=since)
         attempts.append(activity.info().attempt)
         if activity.info().attempt == 1:
             raise RuntimeError("worker lost after the commit")

@@ -199,6 +199,8 @@ def _walk(
                 total += size
                 if size > limits.max_file_bytes or total > limits.max_total_bytes:
                     raise _Blocked(UpperRefusal(path, _too_big(size, total, limits), blocks=True))
+                if target.is_dir() and not target.is_symlink():  # a file over a folder
+                    changes.append(StoreChange(path, "delete"))
                 if not _same_content(entry.path, size, target):
                     changes.append(StoreChange(path, "write", Path(entry.path), size))
             elif stat.S_ISLNK(mode):

@@ -19,7 +19,7 @@ import os
 import stat
 from collections.abc import Sequence
 
-from .._changes import CommitOutcome, Committer, StoreChange
+from .._changes import CommitMark, CommitOutcome, Committer, StoreChange
 from .._definitions import MemoryQuota
 from .._scope import Scope, StoreRef
 from ._records import Provenance
@@ -28,17 +28,32 @@ from ._stores import MemoryStores
 ROLLED_BACK = "rolled back with the rest of this command's memory changes"
 
 
+def audit_mark(stores: MemoryStores) -> CommitMark:
+    """Where a store's audit log ends now: every change applied after this has its
+    audit line past it (a commit applies the files before it appends their lines)."""
+
+    def mark(_scope: Scope, store: StoreRef) -> int | None:
+        try:
+            return os.stat(stores.files(store).audit.path).st_size
+        except FileNotFoundError:
+            return 0
+
+    return mark
+
+
 def bash_committer(stores: MemoryStores) -> Committer:
     """A ``commit_staged`` for :class:`BashActivities`; call it inside the activity
     (or a thread that copied its context) so the provenance is the bash activity's."""
 
-    def commit(scope: Scope, store: StoreRef, changes: Sequence[StoreChange]) -> CommitOutcome:
+    def commit(
+        scope: Scope, store: StoreRef, changes: Sequence[StoreChange], *, since: int | None = None
+    ) -> CommitOutcome:
         problem = _over_quota(stores, store, changes)
         if problem is not None:
             path, reason = problem
             others = f"{len(changes) - 1} other changes {ROLLED_BACK}"
             return CommitOutcome(applied=[], refused=[(path, reason), (".", others)])
-        result = stores.commit_staged(store, changes, Provenance.from_activity(scope))
+        result = stores.commit_staged(store, changes, Provenance.from_activity(scope), since=since)
         if result.applied:
             # A retried command gets what its first attempt committed (the ledger's
             # record, capped), not what it staged this time; a held one what it changed

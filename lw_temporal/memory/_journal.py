@@ -189,11 +189,14 @@ class Journal:
         return records, start + good
 
     def reset(self) -> None:
-        """Empty the journal after a checkpoint flushed what it described."""
+        """Empty the journal after a checkpoint flushed what it described. The marker
+        goes to 0 first: a crash between the two then only redoes records already
+        applied, whereas an old end left beside an emptied journal would read the next
+        commit (written from 0, shorter than that end) as already applied."""
+        self.mark(0)
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             os.ftruncate(fd, 0)
             os.fsync(fd)
         finally:
             os.close(fd)
-        self.mark(0)

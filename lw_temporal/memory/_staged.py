@@ -36,14 +36,27 @@ _ORDER = {"delete": 0, "mkdir": 1, "write": 2}
 
 
 def staged_body(
-    store: StoreRef, changes: Sequence[StoreChange], heartbeat: Callable[[], None] | None
+    store: StoreRef,
+    changes: Sequence[StoreChange],
+    heartbeat: Callable[[], None] | None,
+    since: int | None = None,
 ) -> Callable[[Txn], StagedCommitResult]:
     ordered = sorted(changes, key=lambda c: (_ORDER[c.kind], c.path.count("/")))
 
     def body(txn: Txn) -> StagedCommitResult:
         results: list[StagedChangeResult] = []
         rejected = False
-        for n, change in enumerate(ordered):
+        moved = None if since is None else _moved_since(txn, since, ordered)
+        if moved is not None:
+            path, reason = moved
+            results.append(
+                StagedChangeResult(path=path, kind="write", status="rejected", reason=reason)
+            )
+            rejected = True
+            ordered_now: Sequence[StoreChange] = ()
+        else:
+            ordered_now = ordered
+        for n, change in enumerate(ordered_now):
             if heartbeat is not None and n % 64 == 0:
                 heartbeat()
             res = stage_change(txn, change)
@@ -74,6 +87,29 @@ def staged_body(
         )
 
     return body
+
+
+def _moved_since(txn: Txn, since: int, changes: Sequence[StoreChange]) -> tuple[str, str] | None:
+    """The first change whose path (or a folder above or below it) another writer
+    changed after the audit log's byte ``since`` (before the command started), and
+    why: what the command wrote there came from the earlier content."""
+    entries, _end = txn.batch.files.audit.read_since(since)
+    touched = {e.path: e for _o, e in entries if e.path and e.op != "prune"}
+    if not touched:
+        return None
+    for change in changes:
+        for path, entry in touched.items():
+            if (
+                path == change.path
+                or path.startswith(change.path + "/")
+                or (change.path.startswith(path + "/"))
+            ):
+                return change.path, (
+                    f"{txn.store}:{path} was changed by {entry.by()} ({entry.op}) while the "
+                    "command ran, so none of this command's memory changes were kept (they "
+                    "would overwrite that change): run it again on the current content"
+                )
+    return None
 
 
 def stage_change(txn: Txn, change: StoreChange) -> StagedChangeResult:

@@ -289,6 +289,7 @@ class MemoryStores(StoreHistory, StoreSearch, StoreMoves, StoreRetention, StoreQ
         attachment: Any = None,
         cancel: threading.Event | None = None,
         heartbeat: Callable[[], None] | None = None,
+        since: int | None = None,
     ) -> StagedCommitResult:
         """Apply one bash command's changes to one store, all or nothing.
 
@@ -300,11 +301,14 @@ class MemoryStores(StoreHistory, StoreSearch, StoreMoves, StoreRetention, StoreQ
         :func:`._staged.stage_change`). ``attachment`` (JSON-able, e.g. the
         command's own result) is kept in the idempotency ledger with the commit, for
         :meth:`recorded`. ``heartbeat`` is called as the changes are checked.
+        ``since`` (the audit log's size before the command started): a path that
+        another writer changed after it refuses all the changes (see
+        :func:`._staged.staged_body`).
         """
         provenance, hold = self._route(store, provenance, *(c.path for c in changes))
         if hold is not None:
             return hold.staged(changes, provenance)
-        body = staged_body(store, changes, heartbeat)
+        body = staged_body(store, changes, heartbeat, since)
         return self._writer.mutate(
             store, provenance, "bash", body, StagedCommitResult, cancel, attachment=attachment
         )
@@ -331,17 +335,40 @@ class MemoryStores(StoreHistory, StoreSearch, StoreMoves, StoreRetention, StoreQ
         compiled = redaction_pattern(pattern, regex=regex)
         files = self.files(store)
         rel = "/".join(parts)
-        version_shas = self._version_shas(store, rel)
+        names = self._renamed(store, rel)  # the file under every name a move gave it
+        version_shas = list(dict.fromkeys(s for n in names for s in self._version_shas(store, n)))
         if not version_shas and self.read_bytes(store, rel) is None:
             raise lw_error(MEMORY_NOT_FOUND, f"{shown} does not exist and has no kept versions")
-        body = redact_body(
-            files, parts, shown, compiled, replacement.encode(), version_shas,
-            lambda sha: self.blob(store, sha),
-        )  # fmt: skip
+        # each name that is a file now is rewritten too (the one named last)
+        live = [n for n in names if n != rel and self.read_bytes(store, n) is not None]
+        mapping: dict[str, str] = {}
         self.mark_purge(files)  # a redaction killed after its commit is purged later
-        result = self._writer.mutate(store, provenance, "redact", body, RedactResult, None)
+        for name in [*live, rel]:
+            body = redact_body(
+                files, tuple(name.split("/")), shown if name == rel else f"{store}:{name}",
+                compiled, replacement.encode(), version_shas, lambda sha: self.blob(store, sha),
+            )  # fmt: skip
+            result = self._writer.mutate(store, provenance, "redact", body, RedactResult, None)
+            mapping |= result.versions_redacted
         self.empty_journal(store, purge_search=True)  # both held the old bytes until now
-        return result
+        return result.model_copy(update={"versions_redacted": mapping})
+
+    def _renamed(self, store: StoreRef, rel: str) -> list[str]:
+        """``rel`` and every name its file had or got by a rename (``detail.from`` and
+        ``detail.to`` of the audit log), ``rel`` first."""
+        links: dict[str, set[str]] = {}
+        for entry in self.audit(store):
+            other = (entry.detail or {}).get("from") or (entry.detail or {}).get("to")
+            if entry.op == "rename" and other:
+                links.setdefault(entry.path, set()).add(other)
+                links.setdefault(other, set()).add(entry.path)
+        names, todo = [rel], [rel]
+        while todo:
+            for other in sorted(links.get(todo.pop(), ())):
+                if other not in names:
+                    names.append(other)
+                    todo.append(other)
+        return names
 
     def empty_journal(self, store: StoreRef, *, purge_search: bool = False) -> None:
         """Checkpoint ``store``: its journal, whose records hold the bytes of the

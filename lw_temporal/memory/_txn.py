@@ -172,7 +172,11 @@ class Txn:
 
     # -- reading the planned state ------------------------------------------------
     def _hidden(self, parts: tuple[str, ...]) -> bool:
-        return any("/".join(parts[:i]) in self.gone for i in range(1, len(parts) + 1))
+        """Whether what the disk has at ``parts`` is gone once this mutation applies: it
+        or a folder above is deleted, or a folder above is made by it (so is new)."""
+        return any("/".join(parts[:i]) in self.gone for i in range(1, len(parts) + 1)) or any(
+            "/".join(parts[:i]) in self.made for i in range(1, len(parts))
+        )
 
     @contextmanager
     def _parent(self, parts: tuple[str, ...], shown: str) -> Iterator[int | None]:
