@@ -70,8 +70,21 @@ SWEEP_EVERY = 60.0
 _REQ, _TAKEN, _OUT, _SPARE = ".req", ".taken", ".out", ".spare"
 _MAGIC = b"lw-spool-1"
 _serial = count()
-#: This process's tag in its request ids.
+#: This process's tag in its request ids and spare files (read from the module, never
+#: imported by value: a forked child draws its own, see :func:`_redraw`).
 PROCESS = uuid.uuid4().hex[:8]
+
+
+def _redraw() -> None:
+    """A child forked after this module was imported (``multiprocessing``'s default on
+    Linux) is another writer: with its parent's tag it made spare files of the same
+    names as its siblings, and renamed them away under each other."""
+    global PROCESS, _serial
+    PROCESS = uuid.uuid4().hex[:8]
+    _serial = count()
+
+
+os.register_at_fork(after_in_child=_redraw)
 
 
 def scanner_fingerprint(scanner: Scanner) -> str | None:

@@ -26,7 +26,7 @@ from .._definitions import MemoryQuota
 from .._scan import Scanner
 from .._scope import StoreRef
 from ..errors._kinds import INVALID_REQUEST, lw_error
-from . import _fs
+from . import _fs, _spool
 from ._apply import apply_record, checkpoint, recover
 from ._commit import GroupCommitter, Pending
 from ._fileops import FileOp
@@ -34,7 +34,7 @@ from ._index import Usage, tree_id, tree_term
 from ._journal import CHECKPOINT_BYTES, try_lock
 from ._ledger import key_hash
 from ._records import LedgerRecord, MutationResult, Provenance
-from ._spool import GATHER_SECONDS, PROCESS, Spool, outcome_of, scanner_fingerprint
+from ._spool import GATHER_SECONDS, Spool, outcome_of, scanner_fingerprint
 from ._txn import Batch, Conflict, StoreFiles, Txn
 
 _R = TypeVar("_R", bound=BaseModel)
@@ -59,6 +59,7 @@ class StoreWriter:
         self._committers: dict[StoreRef, GroupCommitter] = {}
         self._files: dict[StoreRef, StoreFiles] = {}
         self._committers_lock = threading.Lock()
+        self._pid = os.getpid()
         #: Requests of processes whose scanner has this fingerprint can be committed
         #: here, and this one's there (``None``: a scanner of the user's own).
         self.fingerprint = scanner_fingerprint(scanner)
@@ -107,6 +108,9 @@ class StoreWriter:
         return usage
 
     def _committer(self, store: StoreRef) -> GroupCommitter:
+        if self._pid != os.getpid():  # forked: the parent's queues, threads and spares
+            self._committers, self._committers_lock = {}, threading.Lock()
+            self._pid = os.getpid()
         with self._committers_lock:
             committer = self._committers.get(store)
             if committer is None:
@@ -174,7 +178,7 @@ class StoreWriter:
             if committer.peers:
                 spool.gather(committer.peers, GATHER_SECONDS)
             requests, broken = spool.claim()
-            committer.peers = len({r.process for r in requests} - {PROCESS})
+            committer.peers = len({r.process for r in requests} - {_spool.PROCESS})
             for rid, err in broken:
                 spool.answer(rid, outcome_of(None, lw_error(INVALID_REQUEST, f"unreadable: {err}")))
             for request in requests:
