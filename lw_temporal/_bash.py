@@ -21,7 +21,6 @@ that times out or is cancelled commits nothing to memory.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import contextlib
 import logging
 import uuid
@@ -45,6 +44,7 @@ from ._bash_parts import (
     _ref,
     _saved_note,
     _with_tails,
+    decode_output,
 )
 from ._bash_staging import StagedMemory
 from ._changes import CommandTaint, CommitMark, CommitOutcome, Committer, StoreChange
@@ -106,17 +106,6 @@ def apply_staged(
         root.mkdir(parents=True, exist_ok=True)
         apply_changes(root, list(changes))
     return CommitOutcome(applied=list(changes), refused=[])
-
-
-def decode_output(data: bytes, *, cut: bool = False) -> str:
-    """UTF-8 with undecodable bytes shown as ``\\xNN``: visible, JSON-safe, and the raw
-    bytes stay in the saved file. ``cut``: ``data`` is the head of a longer stream, so
-    a character the cap cut in two is left out (whole in the saved file) rather than
-    shown as bytes the command never printed alone."""
-    if cut:
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="backslashreplace")
-        return decoder.decode(data, final=False)
-    return data.decode("utf-8", errors="backslashreplace")
 
 
 class BashActivities(StagedMemory):

@@ -5,6 +5,7 @@ its spilled output, and the hint for a failure."""
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import functools
 import os
@@ -32,6 +33,17 @@ from ._sandbox import (
 from ._scope import Mount, Scope
 
 _T = TypeVar("_T")
+
+
+def decode_output(data: bytes, *, cut: bool = False) -> str:
+    """UTF-8 with undecodable bytes shown as ``\\xNN``: visible, JSON-safe, and the raw
+    bytes stay in the saved file. ``cut``: ``data`` is the head of a longer stream, so
+    a character the cap cut in two is left out (whole in the saved file) rather than
+    shown as bytes the command never printed alone."""
+    if cut:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="backslashreplace")
+        return decoder.decode(data, final=False)
+    return data.decode("utf-8", errors="backslashreplace")
 
 
 def _refusal(mount: Mount, path: str, reason: str) -> str:
