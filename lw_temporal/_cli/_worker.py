@@ -149,6 +149,14 @@ def _plugin(args: argparse.Namespace) -> tuple[Any, str]:
     options: dict[str, Any] = {"sandbox": args.sandbox}
     if args.model is not None:
         options["model"] = build_model(args.model, args.model_base_url)
+    if args.trace_commands and not args.tracing:
+        # without spans there is nothing to put a command's text on, and a worker that
+        # ignored the option would leave its operator believing commands are traced
+        raise CliError(
+            "--trace-commands puts each command's text on its lw.bash span, and spans "
+            "need --tracing: add --tracing, or drop --trace-commands",
+            USAGE,
+        )
     options.update(plugin_options(args))
     options["privacy"] = worker_privacy(args)
     try:
