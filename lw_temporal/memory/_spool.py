@@ -247,6 +247,15 @@ class Spool:
                 return
             time.sleep(within / 10)
 
+    def waiting(self) -> bool:
+        """Whether a request of this fingerprint waits for a committer (or a claim a
+        dead committer left)."""
+        suffixes = (f".{self.fp}{_REQ}", f".{self.fp}{_TAKEN}")
+        try:
+            return any(name.endswith(suffixes) for name in os.listdir(self.dir))
+        except FileNotFoundError:
+            return False
+
     def claim(self) -> tuple[list[Request], list[tuple[str, Exception]]]:
         """Take every request of this fingerprint (this process's own included), and
         every claim a dead committer left: the requests, and the ids of those that
