@@ -114,6 +114,9 @@ class MemoryActivities:
         self.after_commit: Callable[[str, int], None] | None = None
         self._max_threads = max_threads
         self._executor: ThreadPoolExecutor | None = None
+        #: Paths resolved lately, by (workflow id, path): the scope they were resolved
+        #: in (the entry holds for that scope object only), the mount and the path in it.
+        self._mounts: dict[tuple[str, str], tuple[Scope, Mount, str]] = {}
 
     @property
     def callables(self) -> tuple[Callable[..., object], ...]:
@@ -343,13 +346,7 @@ class MemoryActivities:
 
     async def _resolve(self, path: str, *, write: bool) -> tuple[Scope, Mount, str]:
         scope = await self.config.activity_scope()
-        virtual = self._virtual(path)
-        mount = scope.mount_at(virtual)
-        if mount is None or mount.store is None:
-            raise self._outside(scope, path)
-        # '..' stays (PurePosixPath keeps it), and is refused by the store
-        text, folder = str(virtual), str(mount.virtual)
-        rel = text[len(folder) :].lstrip("/") if text != folder else ""
+        mount, rel = self._mount_of(scope, path)
         if write and not mount.writable:
             raise lw_error(
                 MEMORY_READ_ONLY,
@@ -357,6 +354,27 @@ class MemoryActivities:
                 f"({mount.virtual}/ is mounted ro); {_read_only_fix(scope, mount)}",
             )
         return scope, mount, rel
+
+    def _mount_of(self, scope: Scope, path: str) -> tuple[Mount, str]:
+        """The memory mount holding ``path`` in ``scope``, and the path within it. A
+        pure function of the two (a scope is derived once per workflow and kept by
+        the configuration), so it is remembered: an agent names the same few files
+        over and over."""
+        key = (scope.workflow_id, path)
+        cached = self._mounts.get(key)
+        if cached is not None and cached[0] is scope:
+            return cached[1], cached[2]
+        virtual = self._virtual(path)
+        mount = scope.mount_at(virtual)
+        if mount is None or mount.store is None:
+            raise self._outside(scope, path)
+        # '..' stays (PurePosixPath keeps it), and is refused by the store
+        text, folder = str(virtual), str(mount.virtual)
+        rel = text[len(folder) :].lstrip("/") if text != folder else ""
+        if len(self._mounts) >= 4096:
+            self._mounts.clear()
+        self._mounts[key] = (scope, mount, rel)
+        return mount, rel
 
     async def _mutation(
         self, path: str, apply: Callable[[_Target, threading.Event], MutationResult]

@@ -224,7 +224,12 @@ class FileIndex:
     def read_usage(self) -> Usage | None:
         for _attempt in range(2):  # a read racing an in-place rewrite: once more
             try:
-                return Usage.from_json(json.loads(self.usage_path.read_bytes()))
+                fd = os.open(self.usage_path, os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    data = os.read(fd, 1 << 16)
+                finally:
+                    os.close(fd)
+                return Usage.from_json(json.loads(data))
             except FileNotFoundError:
                 return None
             except (ValueError, KeyError, TypeError):

@@ -82,7 +82,7 @@ def locked(
 def open_lock(state: Path) -> int:
     """A new open file of the store's lock (each holds the lock on its own: see
     ``_locks``), the state folder made if absent."""
-    path = state / "lock"
+    path = f"{state}/lock"
     try:
         return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except FileNotFoundError:

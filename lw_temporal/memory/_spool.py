@@ -123,6 +123,9 @@ class Spool:
 
     def __init__(self, state: Path, fp: str) -> None:
         self.dir = state / "spool"
+        #: The folder as text ending in "/": names are joined to it as strings (a
+        #: request costs a dozen paths; Path objects cost more than the calls).
+        self._at = f"{self.dir}/"
         self.fp = fp
         self._mutex = threading.Lock()
         self._free: list[str] = []
@@ -144,16 +147,16 @@ class Spool:
         frame = _frame(rid, json.dumps(body, separators=(",", ":")).encode())
         request, out = self._spare(), self._spare()
         try:
-            fd = os.open(self.dir / request, os.O_WRONLY | os.O_CLOEXEC)
+            fd = os.open(self._at + request, os.O_WRONLY | os.O_CLOEXEC)
             try:
                 os.pwrite(fd, frame, 0)
             finally:
                 os.close(fd)
-            os.rename(self.dir / out, self.dir / f"{rid}{_OUT}")
+            os.rename(self._at + out, self._at + f"{rid}{_OUT}")
             try:
-                os.link(self.dir / request, self.dir / f"{rid}.{self.fp}{_REQ}")
+                os.link(self._at + request, self._at + f"{rid}.{self.fp}{_REQ}")
             except BaseException:
-                os.rename(self.dir / f"{rid}{_OUT}", self.dir / out)
+                os.rename(self._at + f"{rid}{_OUT}", self._at + out)
                 raise
         except BaseException:
             self._give_back(request, out)
@@ -167,15 +170,15 @@ class Spool:
         with self._mutex:
             while self._free:
                 name = self._free.pop()
-                if os.path.exists(self.dir / name):  # removed by a sweep meanwhile
+                if os.path.exists(self._at + name):  # removed by a sweep meanwhile
                     return name
             name = f".{PROCESS}-{next(self._spares)}{_SPARE}"
         flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
         try:
-            fd = os.open(self.dir / name, flags, 0o600)
+            fd = os.open(self._at + name, flags, 0o600)
         except FileNotFoundError:
             self.dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.dir / name, flags, 0o600)
+            fd = os.open(self._at + name, flags, 0o600)
         os.close(fd)
         return name
 
@@ -192,7 +195,7 @@ class Spool:
             return
         request, out = held
         try:
-            os.rename(self.dir / f"{rid}{_OUT}", self.dir / out)
+            os.rename(self._at + f"{rid}{_OUT}", self._at + out)
         except FileNotFoundError:
             self._give_back(request)
             return
@@ -201,7 +204,7 @@ class Spool:
     def withdraw(self, rid: str) -> bool:
         """Take a request back unless a committer has it (then wait for its outcome)."""
         try:
-            os.unlink(self.dir / f"{rid}.{self.fp}{_REQ}")
+            os.unlink(self._at + f"{rid}.{self.fp}{_REQ}")
         except FileNotFoundError:
             return False
         self._retire(rid)
@@ -210,14 +213,13 @@ class Spool:
     def outcome(self, rid: str) -> dict[str, Any] | None:
         """The request's outcome once written (then its files are this process's
         spares again), else None."""
-        path = self.dir / f"{rid}{_OUT}"
+        path = self._at + f"{rid}{_OUT}"
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             return {"error": {"message": f"the outcome of memory request {rid} is gone"}}
         try:
-            size = os.fstat(fd).st_size
-            data = os.pread(fd, size, 0) if size else b""
+            data = _read_all(fd)
         finally:
             os.close(fd)
         body = _unframe(data, rid)
@@ -245,6 +247,15 @@ class Spool:
                 return
             time.sleep(within / 10)
 
+    def waiting(self) -> bool:
+        """Whether a request of this fingerprint waits for a committer (or a claim a
+        dead committer left)."""
+        suffixes = (f".{self.fp}{_REQ}", f".{self.fp}{_TAKEN}")
+        try:
+            return any(name.endswith(suffixes) for name in os.listdir(self.dir))
+        except FileNotFoundError:
+            return False
+
     def claim(self) -> tuple[list[Request], list[tuple[str, Exception]]]:
         """Take every request of this fingerprint (this process's own included), and
         every claim a dead committer left: the requests, and the ids of those that
@@ -267,15 +278,15 @@ class Spool:
             if name.endswith(suffix_req):
                 rid = name[: -len(suffix_req)]
                 try:
-                    os.rename(self.dir / name, self.dir / f"{rid}{suffix_taken}")
+                    os.rename(self._at + name, self._at + f"{rid}{suffix_taken}")
                 except FileNotFoundError:
                     continue  # withdrawn
             elif name.endswith(suffix_taken):
                 rid = name[: -len(suffix_taken)]
             else:
-                if sweep and name.endswith((_OUT, _SPARE)) and rid_is_stale(self.dir / name):
+                if sweep and name.endswith((_OUT, _SPARE)) and rid_is_stale(Path(self._at + name)):
                     with suppress(FileNotFoundError):
-                        os.unlink(self.dir / name)
+                        os.unlink(self._at + name)
                 continue
             try:
                 request = self._read(rid)
@@ -289,7 +300,11 @@ class Spool:
         return taken, broken
 
     def _read(self, rid: str) -> Request | None:
-        data = (self.dir / f"{rid}.{self.fp}{_TAKEN}").read_bytes()
+        fd = os.open(self._at + f"{rid}.{self.fp}{_TAKEN}", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            data = _read_all(fd)
+        finally:
+            os.close(fd)
         if not data.startswith(_MAGIC + b" " + rid.encode() + b" "):
             return None
         body = _unframe(data, rid)
@@ -308,7 +323,7 @@ class Spool:
         retire the claim (a requester that went away left no file: nothing to write)."""
         frame = _frame(rid, json.dumps(outcome, separators=(",", ":")).encode())
         try:
-            fd = os.open(self.dir / f"{rid}{_OUT}", os.O_WRONLY | os.O_CLOEXEC)
+            fd = os.open(self._at + f"{rid}{_OUT}", os.O_WRONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             pass
         else:
@@ -322,9 +337,14 @@ class Spool:
         """Retire a claim (and, for a request answered in this process, its outcome:
         its files are this process's spares again)."""
         with suppress(FileNotFoundError):
-            os.unlink(self.dir / f"{rid}.{self.fp}{_TAKEN}")
+            os.unlink(self._at + f"{rid}.{self.fp}{_TAKEN}")
         if outcome:
             self._retire(rid)
+
+
+def _read_all(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    return os.pread(fd, size, 0) if size else b""
 
 
 def _frame(rid: str, body: bytes) -> bytes:

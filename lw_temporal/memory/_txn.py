@@ -104,7 +104,7 @@ class StoreFiles:
         total = 0
         for path in self.bookkeeping:
             with suppress(FileNotFoundError):
-                total += path.stat().st_size
+                total += os.stat(path).st_size
         return total
 
 

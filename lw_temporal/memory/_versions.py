@@ -134,6 +134,7 @@ class VersionStore:
 
     def __init__(self, state: Path) -> None:
         self.dir = state / "versions"
+        self._at = f"{self.dir}/"  # names joined as text on the per-change path
         self.log = KeyedLog(state / "versions.log")
         self._redirects = state / "redirects"
         self._legacy = state / "blobs"
@@ -141,6 +142,9 @@ class VersionStore:
     # -- addresses -----------------------------------------------------------------
     def _full(self, sha: str) -> Path:
         return self.dir / sha
+
+    def _has_full(self, sha: str) -> bool:
+        return os.path.exists(self._at + sha)
 
     def _old_ref(self, sha: str) -> Path:
         return self.dir / f"{sha}.json"
@@ -158,7 +162,8 @@ class VersionStore:
         _fs.write_redoable(self._redirects / old, new.encode())
 
     def written_paths(self, sha: str) -> list[Path]:
-        return [p for p in (self._full(sha), self.log.path) if p.exists()]
+        found = [self._full(sha)] if self._has_full(sha) else []
+        return [*found, self.log.path] if os.path.exists(self.log.path) else found
 
     # -- writing -------------------------------------------------------------------
     def _put_ref(self, sha: str, ref: dict[str, Any]) -> None:
@@ -173,17 +178,17 @@ class VersionStore:
     def put_live(self, sha: str, rel: str) -> None:
         """``sha`` is the current content of the store file ``rel``. A whole copy
         already kept stays (it costs nothing more and survives the live file)."""
-        if not self._full(sha).exists():
+        if not self._has_full(sha):
             self._put_ref(sha, live_ref(rel))
 
     def put_prefix(self, sha: str, of: str, length: int) -> None:
-        if not self._full(sha).exists():
+        if not self._has_full(sha):
             self._put_ref(sha, prefix_ref(of, length))
 
     def put_splice(self, sha: str, of: str, splice: Splice) -> None:
         """``sha``'s content is ``of``'s with ``splice`` undone (``splice`` turned
         ``sha`` into ``of``)."""
-        if not self._full(sha).exists():
+        if not self._has_full(sha):
             self._put_ref(sha, splice_ref(of, splice))
 
     def put_full(self, sha: str, data: bytes) -> None:

@@ -39,6 +39,9 @@ from ._txn import Batch, Conflict, StoreFiles, Txn
 
 _R = TypeVar("_R", bound=BaseModel)
 
+#: Batches one hold of the lock commits beyond the first, while requests keep coming.
+EXTRA_ROUNDS = 2
+
 
 class StoreWriter:
     """The mutation machinery of one data dir's stores."""
@@ -169,13 +172,29 @@ class StoreWriter:
 
     def _commit_queued(self, files: StoreFiles, committer: GroupCommitter) -> None:
         """Under the lock: this process's queue and the spool's requests, in batches
-        until none is left; each spooled request's outcome is written back."""
-        items = committer.take()
+        until none is left; each spooled request's outcome is written back. Requests
+        spooled while a batch was committed are committed too, in up to
+        :data:`EXTRA_ROUNDS` more batches of the same hold (each answered at once: their
+        requesters find their outcomes without the lock), rather than each waiting
+        for the lock to pass to another process and back."""
+        spool = committer.spool
+        for round_ in range(EXTRA_ROUNDS + 1):
+            items = committer.take()
+            if round_ and not items and (spool is None or not spool.waiting()):
+                return
+            if not self._commit_round(files, committer, items, gather=not round_):
+                return
+
+    def _commit_round(
+        self, files: StoreFiles, committer: GroupCommitter, items: list[Pending], *, gather: bool
+    ) -> bool:
+        """One batch's worth: ``items`` and the spool's requests (waited for a little
+        with ``gather``). False if it failed (each mutation got the error)."""
         remote: list[tuple[str, Pending]] = []
         own: list[str] = []
         spool = committer.spool
         if spool is not None:
-            if committer.peers:
+            if gather and committer.peers:
                 spool.gather(committer.peers, GATHER_SECONDS)
             requests, broken = spool.claim()
             committer.peers = len({r.process for r in requests} - {_spool.PROCESS})
@@ -207,12 +226,14 @@ class StoreWriter:
                     item.fail(err)
             if not remote:
                 raise
+            return False
         finally:
             if spool is not None:
                 for rid, item in remote:
                     spool.answer(rid, outcome_of(item.result, item.error))
                 for rid in own:
                     spool.drop(rid, outcome=True)
+        return True
 
     def _batch(self, files: StoreFiles, items: list[Pending]) -> list[Pending]:
         """Plan, commit (one flush) and apply ``items``; returns those that must wait
