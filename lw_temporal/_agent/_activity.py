@@ -427,7 +427,9 @@ def _save_transcript(scope: Scope, exchanges: list[Exchange]) -> None:
 
 
 async def _heartbeat_forever() -> None:
-    """A slow model call must not look like a dead worker."""
+    """A slow model call must not look like a dead worker. The first beat comes after
+    ``_HEARTBEAT_SECONDS``, well inside the heartbeat timeout: a call answered sooner
+    (most turns of a fast model) costs the server no heartbeat request."""
     while True:
-        activity.heartbeat()
         await asyncio.sleep(_HEARTBEAT_SECONDS)
+        activity.heartbeat()
