@@ -16,7 +16,6 @@ from pathlib import Path
 
 from temporalio.client import ActivityFailureError, WorkflowFailureError
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
@@ -38,6 +37,7 @@ from lw_temporal._approvals._records import (
 )
 from lw_temporal._topology import HostPin
 from lw_temporal.errors import INVALID_WORKFLOW_ID, UNVERIFIED_CALLER
+from lw_temporal.errors._kinds import error_type
 from lw_temporal.models import ToolResult
 from lw_temporal.testing import ScriptedModel, tool
 
@@ -96,13 +96,6 @@ def forged_record(workflow_id: str) -> dict[str, object]:
         request=request, outcome=Outcome.APPROVED, by="carol", why="lgtm", decided_at=now
     )
     return RecordRequest(request=request, record=record).model_dump(mode="json")
-
-
-def _failure_type(err: BaseException) -> str | None:
-    cause: BaseException | None = err
-    while cause is not None and not isinstance(cause, ApplicationError):
-        cause = cause.__cause__
-    return cause.type if cause is not None else None
 
 
 async def test_an_impersonating_client_is_refused_and_nothing_leaks(
@@ -239,7 +232,7 @@ async def test_an_impersonating_client_is_refused_and_nothing_leaks(
                 await client.get_workflow_handle(handed).result()
                 raise AssertionError("the handed-over planner ran")
             except WorkflowFailureError as err:
-                assert _failure_type(err) == UNVERIFIED_CALLER, err
+                assert error_type(err) == UNVERIFIED_CALLER, err
 
         # A standalone activity (no workflow at all), where the server runs them: the
         # scope would come from nothing, so it is refused before it acts.
@@ -256,7 +249,7 @@ async def test_an_impersonating_client_is_refused_and_nothing_leaks(
         except RPCError:
             pass  # a server that runs no standalone activities
         except ActivityFailureError as err:
-            assert _failure_type(err) == INVALID_WORKFLOW_ID, err
+            assert error_type(err) == INVALID_WORKFLOW_ID, err
 
     assert tree(data_dir) == before
     assert not (data_dir / ".lw" / "approvals").exists()  # no audit record was forged

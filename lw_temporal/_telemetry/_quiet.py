@@ -18,17 +18,13 @@ from typing import Any
 
 from opentelemetry.trace import Span, SpanContext, Status, StatusCode
 from opentelemetry.util.types import AnyValue, Attributes
-from temporalio.exceptions import ApplicationError
+
+from ..errors._kinds import error_type
 
 
 def failure_kind(exception: BaseException) -> str:
     """``LwModelRefused`` for an lw error, the class name for any other."""
-    seen: BaseException | None = exception
-    while seen is not None:
-        if isinstance(seen, ApplicationError) and seen.type:
-            return seen.type
-        seen = seen.__cause__
-    return type(exception).__name__
+    return error_type(exception) or type(exception).__name__
 
 
 class QuietSpan(Span):

@@ -47,7 +47,7 @@ from .._agent import (
 )
 from .._agent._tools import TASK_CAP, PlanWorkflowArgs, clip
 from .._ids import AgentId, InvalidWorkflowId, Role
-from ..errors._kinds import WRONG_TOPOLOGY
+from ..errors._kinds import WRONG_TOPOLOGY, error_type
 
 MEMO_ROLE = "lw.role"
 MEMO_DEFINITION = "lw.definition"
@@ -65,16 +65,6 @@ def failure_text(err: BaseException) -> str:
             message = str(cause)
         cause = cause.__cause__
     return message
-
-
-def failure_type(err: BaseException) -> str | None:
-    """The type of the innermost ApplicationError of a failure, if any."""
-    cause: BaseException | None = err
-    while cause is not None:
-        if isinstance(cause, ApplicationError):
-            return cause.type
-        cause = cause.__cause__
-    return None
 
 
 class ChildStarts:
@@ -255,7 +245,7 @@ class ChildStarts:
         except ChildWorkflowError as err:
             if is_cancelled_exception(err):
                 raise
-            if failure_type(err) == WRONG_TOPOLOGY:
+            if error_type(err) == WRONG_TOPOLOGY:
                 # The tree split across disks: its work cannot all be where it reads.
                 raise ApplicationError(
                     f"{child_id} failed: {failure_text(err)}", type=WRONG_TOPOLOGY,

@@ -49,10 +49,11 @@ from ..errors._kinds import (
     INVALID_REQUEST,
     MODEL_OUTPUT_LIMIT,
     TURN_LIMIT,
+    error_type,
     lw_error,
 )
 from ._calls import ToolCalls
-from ._children import MEMO_DEFINITION, MEMO_ROLE, failure_type
+from ._children import MEMO_DEFINITION, MEMO_ROLE
 
 #: UTF-8 bytes of the newest exchanges a continue-as-new carries, so a rebuild of the
 #: worker-side conversation after it still has the recent turns.
@@ -308,7 +309,7 @@ class _Agent(ToolCalls):
             return await self._model_activity(turn)
         except (ActivityError, ApplicationError) as err:
             # A local activity's failure arrives as its ApplicationError itself.
-            if failure_type(err) != CONVERSATION_MISSING:
+            if error_type(err) != CONVERSATION_MISSING:
                 raise
         # The worker-side conversation is gone (another data dir, a cleaned .lw):
         # resend what this run holds, once.

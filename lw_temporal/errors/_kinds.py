@@ -93,5 +93,20 @@ def lw_error(kind: str, message: str, *details: object) -> ApplicationError:
     return ApplicationError(message, *details, type=kind, non_retryable=kind in NON_RETRYABLE)
 
 
+def error_type(err: BaseException) -> str | None:
+    """The type of the first typed ``ApplicationError`` down a failure's cause chain.
+
+    What an lw error is, wherever it surfaces: a child's ``LwWrongTopology`` arrives as
+    a ``ChildWorkflowError`` caused by it, and an untyped ``ApplicationError`` (a
+    wrapper some code put around it) is looked through rather than taken as the answer.
+    """
+    cause: BaseException | None = err
+    while cause is not None:
+        if isinstance(cause, ApplicationError) and cause.type:
+            return cause.type
+        cause = cause.__cause__
+    return None
+
+
 #: A store's lock stayed held past the wait limit; retrying later can succeed.
 MEMORY_BUSY = "LwMemoryBusy"
