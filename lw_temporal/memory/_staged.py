@@ -48,9 +48,11 @@ def staged_body(
         rejected = False
         moved = None if since is None else _moved_since(txn, since, ordered)
         if moved is not None:
-            path, reason = moved
+            change, reason = moved
             results.append(
-                StagedChangeResult(path=path, kind="write", status="rejected", reason=reason)
+                StagedChangeResult(
+                    path=change.path, kind=change.kind, status="rejected", reason=reason
+                )
             )
             rejected = True
             ordered_now: Sequence[StoreChange] = ()
@@ -89,7 +91,9 @@ def staged_body(
     return body
 
 
-def _moved_since(txn: Txn, since: int, changes: Sequence[StoreChange]) -> tuple[str, str] | None:
+def _moved_since(
+    txn: Txn, since: int, changes: Sequence[StoreChange]
+) -> tuple[StoreChange, str] | None:
     """The first change whose path (or a folder above or below it) another writer
     changed after the audit log's byte ``since`` (before the command started), and
     why: what the command wrote there came from the earlier content."""
@@ -104,7 +108,7 @@ def _moved_since(txn: Txn, since: int, changes: Sequence[StoreChange]) -> tuple[
                 or path.startswith(change.path + "/")
                 or (change.path.startswith(path + "/"))
             ):
-                return change.path, (
+                return change, (
                     f"{txn.store}:{path} was changed by {entry.by()} ({entry.op}) while the "
                     "command ran, so none of this command's memory changes were kept (they "
                     "would overwrite that change): run it again on the current content"
