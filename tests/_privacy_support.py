@@ -243,3 +243,14 @@ def user_payloads(found: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
     """Leave out the local-activity markers' own bookkeeping (``core_local_activity``
     marker data, written by the SDK's core in the clear: activity type, ids, times)."""
     return [(e, d) for e, d in found if not (e == "json/plain" and b'"activity_type"' in d)]
+
+
+def encodings(text: str) -> list[bytes]:
+    """``text`` as it may sit in a record: raw, or inside base64 at any alignment (the
+    middle of each encoding, which does not depend on the bytes around it)."""
+    raw = text.encode()
+    found = [raw]
+    for shift in range(3):
+        encoded = base64.b64encode(b"\0" * shift + raw)
+        found.append(encoded[4 : len(encoded) - 4])
+    return found

@@ -6,7 +6,6 @@ revert is now checkpointed afterwards."""
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
@@ -16,18 +15,7 @@ from lw_temporal.testing import ScriptedModel, tool
 
 from ._cli_support import cli
 from ._hierarchy_support import lw_worker
-from ._privacy_support import PLANTED, secret_definition
-
-
-def _encodings(text: str) -> list[bytes]:
-    """``text`` as it may sit in a record: raw, or inside base64 at any alignment (the
-    middle of each encoding, which does not depend on the bytes around it)."""
-    raw = text.encode()
-    found = [raw]
-    for shift in range(3):
-        encoded = base64.b64encode(b"\0" * shift + raw)
-        found.append(encoded[4 : len(encoded) - 4])
-    return found
+from ._privacy_support import PLANTED, encodings, secret_definition
 
 
 async def test_revert_leaves_nothing_of_the_tree_in_the_journal(
@@ -43,7 +31,7 @@ async def test_revert_leaves_nothing_of_the_tree_in_the_journal(
         await client.execute_workflow("lw.Planner", AgentInput(task="t"), id=run,
                                       task_queue=task_queue)  # fmt: skip
     journal = data_dir / ".lw" / "stores" / "workflow" / definition.id / "journal.log"
-    assert any(e in journal.read_bytes() for e in _encodings(PLANTED)), "a test that can fail"
+    assert any(e in journal.read_bytes() for e in encodings(PLANTED)), "a test that can fail"
 
     code, out, err = await cli(
         dev_env, "forget", run, "--data-dir", str(data_dir), "--by", "dpo", "--why", "request",
@@ -53,4 +41,4 @@ async def test_revert_leaves_nothing_of_the_tree_in_the_journal(
     assert f"memory reverted workflow:{definition.id}:people.md" in out
     assert not (data_dir / "memory" / "workflows" / definition.id / "people.md").exists()
     left = journal.read_bytes() if journal.exists() else b""
-    assert not any(e in left for e in _encodings(PLANTED)), left[:400]
+    assert not any(e in left for e in encodings(PLANTED)), left[:400]

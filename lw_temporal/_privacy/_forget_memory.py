@@ -14,10 +14,14 @@ tree's workflows (their activities, bash commits, a dream's promotion).
 
 Memory search's index follows the stores' own commits, so a revert reaches it; the
 journal of each store with a revert is emptied (checkpointed) afterwards, since its
-records held what the tree wrote.
+records held what the tree wrote. A forget stopped between its restores and that is
+finished by running it again: a file already as it was before the tree counts as
+reverted, so its store's journal is emptied then.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 from temporalio.exceptions import ApplicationError
 
@@ -84,9 +88,20 @@ def _revert(
 ) -> bool:
     """Put ``path`` back as it was before the tree; whether it was."""
     tree = erasure.tree_id
+    kept = f"the {len(mine)} versions its runs wrote stay kept (memory prune or redact)"
+    before = mine[0].sha256_before
+    stores = erasure.stores
+    if _as_before(stores, store, path, before):
+        # a forget stopped after its restores and before the journal was emptied (or
+        # someone else undid the tree's change): nothing to restore, but the journal
+        # must still go, which this answer makes the caller do
+        erasure.removed.append(
+            Place(what="memory reverted", path=where, note="already as before the tree")
+        )
+        erasure.remaining.append(Place(what="kept versions of the tree", path=where, note=kept))
+        return True
     since = history[history.index(mine[0]) :]
     others = [e for e in since if not in_tree(e.workflow_id, tree) and e.op not in _NEUTRAL]
-    kept = f"the {len(mine)} versions its runs wrote stay kept (memory prune or redact)"
     if others:
         erasure.remaining.append(
             Place(
@@ -96,9 +111,7 @@ def _revert(
             )
         )
         return False
-    before = mine[0].sha256_before
     provenance = Provenance.admin(erasure.by)
-    stores = erasure.stores
     try:
         if before is None:
             if stores.read_bytes(store, path) is not None:
@@ -114,6 +127,14 @@ def _revert(
     erasure.removed.append(Place(what="memory reverted", path=where, note=shown))
     erasure.remaining.append(Place(what="kept versions of the tree", path=where, note=kept))
     return True
+
+
+def _as_before(stores: MemoryStores, store: StoreRef, path: str, before: str | None) -> bool:
+    """Whether ``path`` holds what it held before the tree's first change."""
+    current = stores.read_bytes(store, path)
+    if before is None or current is None:
+        return before is None and current is None
+    return hashlib.sha256(current).hexdigest() == before
 
 
 @add_eraser
