@@ -179,13 +179,17 @@ class MemoryActivities:
 
     @activity.defn(name=REPLACE)
     async def replace(self, request: MemoryReplaceRequest) -> MutationResult:
-        """Replace the single occurrence of ``old`` by ``new`` (``str_replace``)."""
+        """Replace the single occurrence of ``old`` by ``new`` (``str_replace``).
+        Whether ``old`` occurs once, never or twice tells the caller about the file's
+        content, so the call taints the run as a read of the file would (as the text
+        editor's ``str_replace`` does), before its change is committed or held."""
         return await self._mutation(
             request.path,
             lambda t, cancel: self.stores.replace(
                 t.store, t.rel, request.old, request.new, provenance=t.provenance,
                 if_sha256=request.if_sha256, shown=t.shown, cancel=cancel,
             ),
+            reads=True,
         )  # fmt: skip
 
     @activity.defn(name=DELETE)
@@ -377,15 +381,27 @@ class MemoryActivities:
         return mount, rel
 
     async def _mutation(
-        self, path: str, apply: Callable[[_Target, threading.Event], MutationResult]
+        self,
+        path: str,
+        apply: Callable[[_Target, threading.Event], MutationResult],
+        *,
+        reads: bool = False,
     ) -> MutationResult:
         """The one way in for a mutation: resolve ``path`` in the caller's scope
         (writable mounts only), take the activity's provenance, run ``apply`` in a
-        thread while heartbeating."""
+        thread while heartbeating. A mutation that ``reads`` the file's content first
+        marks it read (the taint gate)."""
         scope, mount, rel = await self._resolve(path, write=True)
         assert mount.store is not None
         target = _Target(mount.store, rel, path, Provenance.from_activity(scope))
-        result = await self._run(lambda cancel: apply(target, cancel))
+        gate = self.stores.gate if reads else None
+
+        def run(cancel: threading.Event) -> MutationResult:
+            if gate is not None:
+                gate.saw(scope, mount, ["/".join(_fs.clean_relative(rel, path))])
+            return apply(target, cancel)
+
+        result = await self._run(run)
         if self.after_commit is not None:
             info = activity.info()
             self.after_commit(info.activity_type, info.attempt)
