@@ -102,8 +102,8 @@ async def main(rounds: int) -> None:
             bare = bare_spec(activities, scope, backend, user)
 
             async def bare_bwrap(bare: SandboxSpec = bare) -> object:
-                # The same account files as lw.bash writes into the root, fresh each run.
-                files = backend.account_fds(bare)
+                # The same files as lw.bash writes into the root (account files, /etc copies).
+                files = backend.root_fds(bare)
                 fd = backend.seccomp_fd()
                 fds = (fd, *(f for f, _ in files))
                 try:

@@ -49,14 +49,14 @@ def test_each_backend_generates_them_for_the_ids_its_command_has(tmp_path: Path)
     )
     written = write_account_files(spec, "/real/home")
     assert "agent:x:4242:4343:agent:/real/home:" in Path(written["/etc/passwd"]).read_text()
-    fds = BwrapBackend().account_fds(dataclasses.replace(spec, user=SandboxUser(5, 5)))
+    fds = BwrapBackend().root_fds(dataclasses.replace(spec, user=SandboxUser(5, 5)))
     try:
-        by_path = {path: Path(f"/proc/self/fd/{fd}").read_text() for fd, path in fds}
+        by_path = {path: Path(f"/proc/self/fd/{fd}").read_bytes() for fd, path in fds}
     finally:
         for fd, _ in fds:
             os.close(fd)
     uid, gid = INSIDE_IDS
-    assert f"agent:x:{uid}:{gid}:agent:/mnt/scratch/own:" in by_path["/etc/passwd"]
+    assert f"agent:x:{uid}:{gid}:agent:/mnt/scratch/own:" in by_path["/etc/passwd"].decode()
 
 
 def test_a_git_author_is_validated_and_moves_no_memory() -> None:

@@ -5,10 +5,9 @@ weakened backends are real bwrap and Landlock launches with one guarantee taken 
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import errno
-import json
+import marshal
 import os
 from pathlib import Path
 
@@ -114,10 +113,9 @@ class _NamespacesFilterOnLandlock(LandlockBackend):
 
     def launch(self, spec: SandboxSpec, args_fd: int, report_fd: int) -> Launch:
         launch = super().launch(spec, args_fd, report_fd)
-        payload = json.loads(launch.payload or b"{}")
-        program = _seccomp.bpf(_seccomp.Profile.NAMESPACES)
-        payload["seccomp"] = base64.b64encode(program).decode()
-        return dataclasses.replace(launch, payload=json.dumps(payload).encode())
+        payload = marshal.loads(launch.payload or marshal.dumps({}))
+        payload["seccomp"] = _seccomp.bpf(_seccomp.Profile.NAMESPACES)
+        return dataclasses.replace(launch, payload=marshal.dumps(payload))
 
 
 async def test_a_filter_other_than_the_sandboxs_is_refused(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from .._mode import Mode
 from . import _seccomp
 from ._accounts import Account, account_files
 from ._backends import Backend, Launch, SandboxUnavailable, script_through_fd
+from ._rootfiles import root_files
 from ._spec import Limits, SandboxMount, SandboxSpec, SystemView
 from ._userns import Overlay
 
@@ -86,7 +87,9 @@ class BwrapBackend(Backend):
         the sandbox's pid 1 shows no host paths in its ``/proc/1/cmdline``; with
         ``seccomp_fd`` bwrap loads that filter right before it runs the command;
         ``files`` (descriptor, path) are written into the root before it is made
-        read-only (the command's account files)."""
+        read-only (the command's account files, and copies of the system view's
+        ``/etc`` files, whose binds they replace: see :meth:`root_fds`)."""
+        written = {path for _, path in files}
         options = _bwrap_options(
             spec.system,
             spec.mounts,
@@ -95,6 +98,7 @@ class BwrapBackend(Backend):
             tuple(spec.env.items()),
             tuple(sorted((merged or {}).items())),
             spec.account,
+            tuple(p for p in spec.system.etc_files if p not in written),
         )
         last: list[str] = []
         for fd, path in files:
@@ -108,14 +112,20 @@ class BwrapBackend(Backend):
         payload = options[1] + b"".join(a.encode("utf-8", "surrogateescape") + b"\0" for a in last)
         return [self.bwrap, "--args", str(args_fd), *command], payload
 
-    def account_fds(self, spec: SandboxSpec) -> list[tuple[int, str]]:
-        """Fresh in-memory files holding the command's account files, by path."""
-        made: list[tuple[int, str]] = []
-        for path, content in account_files(spec.account, *INSIDE_IDS, str(spec.cwd)).items():
-            fd = os.memfd_create("lw-etc", os.MFD_CLOEXEC)
-            os.write(fd, content)
-            os.lseek(fd, 0, os.SEEK_SET)
-            made.append((fd, path))
+    def root_fds(self, spec: SandboxSpec) -> list[tuple[int, str]]:
+        """Descriptors of the files bwrap writes into the command's root, by path: its
+        account files, and copies of the system view's ``/etc`` files that others may
+        read (:mod:`._rootfiles`; one bind mount fewer each). Each is a fresh
+        descriptor (bwrap reads it to the end) of a sealed file the worker keeps."""
+        store = root_files()
+        _, made = store.host(spec.system.etc_files)
+        try:
+            for path, content in account_files(spec.account, *INSIDE_IDS, str(spec.cwd)).items():
+                made.append((store.generated(content), path))
+        except BaseException:
+            for fd, _ in made:
+                os.close(fd)
+            raise
         return made
 
     def brokered(self, spec: SandboxSpec, report_fd: int) -> tuple[SandboxSpec, tuple[int, ...]]:
@@ -160,7 +170,7 @@ class BwrapBackend(Backend):
         spec, fds = script_through_fd(spec)
         spec, broker_fds = self.brokered(spec, report_fd)
         reports = spec.network is not None
-        files = self.account_fds(spec)
+        files = self.root_fds(spec)
         fds = (*fds, *broker_fds, *(fd for fd, _ in files), self.seccomp_fd())
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
         if not overlays:
@@ -190,15 +200,19 @@ class BwrapBackend(Backend):
         )
 
 
-def system_options(system: SystemView, limits: Limits) -> list[str]:
-    """The bwrap options that show :class:`SystemView` (mounts only, no identity)."""
+def system_options(
+    system: SystemView, limits: Limits, etc_bound: Sequence[str] | None = None
+) -> list[str]:
+    """The bwrap options that show :class:`SystemView` (mounts only, no identity);
+    ``etc_bound``: the ``/etc`` entries bound (default all; the others are written
+    into the root, see :meth:`BwrapBackend.root_fds`)."""
     argv: list[str] = []
     for path in system.system_dirs:
         argv += ["--ro-bind", path, path]
     for path, target in system.links:
         if os.path.isdir(os.path.join("/", target)):
             argv += ["--symlink", target, path]
-    for path in system.etc_files:
+    for path in system.etc_files if etc_bound is None else etc_bound:
         argv += ["--ro-bind-try", path, path]
     argv += ["--proc", system.proc, "--dev", "/dev"]
     for path in system.private_tmp:
@@ -222,6 +236,7 @@ def _bwrap_options(
     extra_env: tuple[tuple[str, str], ...],
     merged_items: tuple[tuple[str, str], ...],
     account: Account,
+    etc_bound: tuple[str, ...],
 ) -> tuple[tuple[str, ...], bytes]:
     """bwrap's options (and their ``--args`` encoding), the same for every command of
     one scope: built once per scope, not per command (the command's own files, the
@@ -247,7 +262,7 @@ def _bwrap_options(
     ]
     for key, value in env.items():
         argv += ["--setenv", key, value]
-    argv += system_options(system, limits)
+    argv += system_options(system, limits, etc_bound)
     for mount in sorted(mounts, key=lambda m: len(m.target.parts)):
         target = str(mount.target)
         if mount.overlay:

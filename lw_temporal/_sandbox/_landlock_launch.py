@@ -1,7 +1,8 @@
 """Landlock launcher: restrict this process with Landlock, then run the command.
 
-Run as ``python -I -S _landlock_launch.py FD REPORT_FD``: standard library only, the
-whole specification read as JSON from the pipe FD (so nothing of it is visible in
+Run as ``python -I -S _landlock_launch.py FD REPORT_FD`` (the worker imports it from
+``-c`` instead, to use its bytecode cache, see ``_landlock``): standard library only, the
+whole specification read (``marshal``) from the pipe FD (so nothing of it is visible in
 ``/proc/<pid>/cmdline``). The command's process restricts itself with Landlock, drops
 every capability, loads the seccomp filter the worker compiled with libseccomp (the
 last step: the filter also binds this launcher's own last calls) and execs. A step
@@ -17,16 +18,19 @@ sends every ``connect`` to a listener the launcher holds.
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import ctypes
-import json
+import marshal
 import os
 import resource
-import shutil
 import signal
 import sys
-from typing import Any
+
+# Only what the launch needs is imported (each command starts this interpreter):
+# ``typing``, ``json`` and ``contextlib`` alone pull in ``re``, ``enum``,
+# ``functools`` and ``collections``, about half of the launcher's start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SYS_CREATE_RULESET = 444
 SYS_ADD_RULE = 445
@@ -65,8 +69,10 @@ _report_fd = 2
 
 
 def _fail(message: str) -> None:
-    with contextlib.suppress(OSError):
+    try:  # noqa: SIM105 (no contextlib: see the imports)
         os.write(_report_fd, f"lw-sandbox: launch failed: {message}\n".encode())
+    except OSError:
+        pass
     os._exit(125)
 
 
@@ -137,6 +143,20 @@ def _drop_capabilities(user: list[int] | None) -> None:
 
 
 def _descendants() -> list[int]:
+    """This launcher's children: the command and, as it is a child subreaper, every
+    orphan of the command's tree (one read of each thread's ``children`` file; a scan
+    of ``/proc`` where the kernel has none)."""
+    found: list[int] = []
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children", "rb") as children:
+                found += [int(pid) for pid in children.read().split()]
+    except OSError:
+        return _scanned()
+    return found
+
+
+def _scanned() -> list[int]:
     me = os.getpid()
     found: list[int] = []
     for entry in os.listdir("/proc"):
@@ -159,11 +179,15 @@ def _kill_all(child: int) -> None:
         if not pids:
             return
         for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
+            try:  # noqa: SIM105 (no contextlib: see the imports)
                 os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         for pid in pids:
-            with contextlib.suppress(ChildProcessError):
+            try:  # noqa: SIM105 (no contextlib: see the imports)
                 os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
 
 
 def _wait(child: int) -> int:
@@ -199,8 +223,10 @@ def _wait_brokering(child: int, brokering: Any) -> int:
                 return os.waitstatus_to_exitcode(code)
         for fd, events in poller.poll():
             if fd == wake_read:
-                with contextlib.suppress(OSError):
+                try:  # noqa: SIM105 (no contextlib: see the imports)
                     os.read(wake_read, 512)
+                except OSError:
+                    pass
             elif events & (select.POLLHUP | select.POLLERR):
                 poller.unregister(fd)  # nothing under the filter is left
             else:
@@ -232,7 +258,8 @@ def main() -> None:
             break
         chunks.append(chunk)
     os.close(fd)
-    spec = json.loads(b"".join(chunks))
+    # marshal: the worker wrote it with this same interpreter (``sys.executable``).
+    spec = marshal.loads(b"".join(chunks))
     for name, value in spec["rlimits"].items():
         try:
             resource.setrlimit(getattr(resource, name), (value, value))
@@ -264,7 +291,7 @@ def main() -> None:
             _drop_capabilities(spec.get("user"))
             os.chdir(spec["cwd"])
             os.set_inheritable(_report_fd, False)
-            program = base64.b64decode(spec["seccomp"])
+            program = spec["seccomp"]
             if broker is None:
                 _load_seccomp(program)
             else:  # the connect broker (this launcher) answers every connect
@@ -300,6 +327,8 @@ def main() -> None:
     status = _wait(child) if brokering is None else _wait_brokering(child, brokering)
     _kill_all(child)  # the command is done: nothing it started may outlive it
     if spec.get("tmp"):
+        import shutil
+
         shutil.rmtree(spec["tmp"], ignore_errors=True)
     os._exit(128 - status if status < 0 else status)
 

@@ -10,7 +10,6 @@ through a link or onto a mount.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
@@ -67,17 +66,27 @@ def ensure_folder(folder: Path, uid: int, gid: int, mode: int = 0o750) -> None:
 
 def has_processes(uid: int) -> bool:
     """Whether a process of this host (its pid namespace) has ``uid`` as its real,
-    effective, saved or filesystem uid."""
+    effective, saved or filesystem uid (every ``/proc/<pid>/status`` read with one
+    ``open`` and one ``read``: each new agent of a busy host looks through them all)."""
     try:
-        pids = [e for e in os.listdir("/proc") if e.isdigit()]
+        names = os.listdir("/proc")
     except OSError:
         return False
-    wanted = str(uid)
-    for pid in pids:
-        with contextlib.suppress(OSError, ValueError), open(f"/proc/{pid}/status", "rb") as status:
-            for line in status.read(4096).splitlines():
-                if line.startswith(b"Uid:"):
-                    if wanted in line.decode().split()[1:]:
-                        return True
-                    break
+    wanted = str(uid).encode()
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            fd = os.open(f"/proc/{name}/status", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            status = os.read(fd, 4096)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        start = status.find(b"\nUid:")
+        if start >= 0 and wanted in status[start + 5 : status.find(b"\n", start + 5)].split():
+            return True
     return False
