@@ -13,6 +13,7 @@ import json
 import os
 import stat
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -151,7 +152,7 @@ async def test_renicing_its_user_reaches_no_other_agent(
                      timeout_seconds=60)
         )  # fmt: skip
         await _until(lambda: len(_processes_of(uid)) >= 2)
-        before = {pid: _nice(pid) for pid in _processes_of(uid)}
+        before = _nices(_processes_of(uid))
         renice = (
             "import os\n"
             f"for who in (0, {uid}):\n"
@@ -163,7 +164,7 @@ async def test_renicing_its_user_reaches_no_other_agent(
         )
         attack = f"python3 -c {shell_quote(renice)}"
         hit = await bash.one(STEP_1, attack)
-        after = {pid: _nice(pid) for pid in before if pid in _processes_of(uid)}
+        after = _nices(pid for pid in before if pid in _processes_of(uid))
         (victim / "stop").touch()
         done = await waiting
     assert done.stdout == "done\n"
@@ -171,9 +172,17 @@ async def test_renicing_its_user_reaches_no_other_agent(
     assert f"reniced {uid}" not in hit.stdout
 
 
-def _nice(pid: int) -> int:
-    with open(f"/proc/{pid}/stat") as stat_file:
-        return int(stat_file.read().rsplit(")", 1)[1].split()[16])
+def _nices(pids: Iterable[int]) -> dict[int, int]:
+    """Each process's nice value; one that exited meanwhile (the waiting loop's short
+    ``sleep``s come and go) is left out."""
+    found = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat_file:
+                found[pid] = int(stat_file.read().rsplit(")", 1)[1].split()[16])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return found
 
 
 #: Metadata calls against other agents' files and stores, by the real host path (what
