@@ -226,7 +226,7 @@ class FileIndex:
             try:
                 fd = os.open(self.usage_path, os.O_RDONLY | os.O_CLOEXEC)
                 try:
-                    data = os.read(fd, 1 << 16)
+                    data = _fs.read_fd(fd)
                 finally:
                     os.close(fd)
                 return Usage.from_json(json.loads(data))

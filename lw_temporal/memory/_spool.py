@@ -55,6 +55,7 @@ from temporalio.exceptions import ApplicationError
 
 from .._definitions import MemoryQuota
 from .._scan import DefaultScanner, NoScanner, Scanner
+from . import _fs
 from ._fileops import FileOp
 from ._records import Provenance
 
@@ -219,7 +220,7 @@ class Spool:
         except FileNotFoundError:
             return {"error": {"message": f"the outcome of memory request {rid} is gone"}}
         try:
-            data = _read_all(fd)
+            data = _fs.read_fd(fd)
         finally:
             os.close(fd)
         body = _unframe(data, rid)
@@ -302,7 +303,7 @@ class Spool:
     def _read(self, rid: str) -> Request | None:
         fd = os.open(self._at + f"{rid}.{self.fp}{_TAKEN}", os.O_RDONLY | os.O_CLOEXEC)
         try:
-            data = _read_all(fd)
+            data = _fs.read_fd(fd)
         finally:
             os.close(fd)
         if not data.startswith(_MAGIC + b" " + rid.encode() + b" "):
@@ -340,11 +341,6 @@ class Spool:
             os.unlink(self._at + f"{rid}.{self.fp}{_TAKEN}")
         if outcome:
             self._retire(rid)
-
-
-def _read_all(fd: int) -> bytes:
-    size = os.fstat(fd).st_size
-    return os.pread(fd, size, 0) if size else b""
 
 
 def _frame(rid: str, body: bytes) -> bytes:
