@@ -116,3 +116,26 @@ def test_generated_files_are_kept_by_content() -> None:
     finally:
         os.close(first)
         os.close(second)
+
+
+def test_a_file_closed_to_others_while_it_is_read_is_not_copied(tmp_path: Path) -> None:
+    """The worker reads as root: bytes written after a ``chmod o-r`` that lands between
+    its look and its read must not reach the copy (the command gets a bind, and the
+    bind's permission check, instead)."""
+    from lw_temporal._sandbox._rootfiles import _read_copy
+
+    host = tmp_path / "conf"
+    host.write_text("public\n")
+    host.chmod(0o644)
+    looked = os.stat(host)
+    host.chmod(0o600)
+    host.write_text("secret\n")
+    assert _read_copy(str(host), looked) is None
+    public = tmp_path / "public"
+    public.write_text("public\n")
+    fd = _read_copy(str(public), os.stat(public))  # unchanged since the look: copied
+    assert fd is not None
+    try:
+        assert os.pread(fd, 64, 0) == b"public\n"
+    finally:
+        os.close(fd)

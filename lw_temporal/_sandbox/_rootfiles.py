@@ -168,12 +168,14 @@ class RootFiles:
 
 def _read_copy(path: str, st: os.stat_result) -> int | None:
     """A sealed copy of ``path``, or ``None`` (it stays a bind) when what was read is
-    not the file that was checked (replaced meanwhile: the next command looks again)."""
+    not the file as it was checked: replaced, rewritten or made private meanwhile (the
+    worker reads as root, so a copy of bytes written after a ``chmod o-r`` would show
+    what the bind would refuse; the next command looks again)."""
     try:
         with open(path, "rb") as source:
-            if os.fstat(source.fileno()).st_ino != st.st_ino:
-                return None
             content = source.read(_COPY_MAX + 1)
+            if _own(os.fstat(source.fileno())) != _own(st):
+                return None
     except OSError:
         return None
     if len(content) > _COPY_MAX:
