@@ -4,6 +4,7 @@ agent when it does not fit."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 from pathlib import Path
@@ -16,6 +17,15 @@ TAIL_BYTES = 512
 #: Saved outputs one spill looks at, at most, to remove the oldest.
 _PRUNE_SCAN = 4096
 _SAVED = (".stdout", ".stderr")
+
+
+def shown_size(data: bytes) -> int:
+    """Bytes ``data`` takes in a result's JSON: bytes that are not UTF-8 show as
+    ``\\xNN`` and control characters as ``\\u00NN``, so one byte of output can take up
+    to six there. A character cut at the end of ``data`` counts as its bytes shown
+    one by one (at least what it takes whole)."""
+    text = data.decode("utf-8", errors="backslashreplace")
+    return len(json.dumps(text, ensure_ascii=False).encode()) - 2
 
 
 def _create_beside_agent(
@@ -84,7 +94,9 @@ def _prune(dir_fd: int, keep: int, *, spare: str) -> None:
 
 
 class OutputSink:
-    """Keeps ``cap`` bytes for the result; spills everything (to ``save_cap``) to
+    """Keeps for the result as many bytes as take at most ``cap`` bytes there (a
+    byte of output can take six in the result's JSON: the cap bounds what reaches a
+    workflow history, not only the bytes read); spills everything (to ``save_cap``) to
     ``path`` once the stream outgrows the cap. A file that cannot be made or written
     (a folder the agent made unwritable to a non-root worker, a full disk) ends the
     saving, never the command: ``unsaved`` says why."""
@@ -104,6 +116,8 @@ class OutputSink:
         self.save_cap = save_cap
         self.path = path
         self.head = bytearray()
+        #: What ``head`` takes in the result (:func:`shown_size`).
+        self.shown = 0
         #: The newest bytes, for the live view of a running command (heartbeats).
         self.tail = b""
         self.total = 0
@@ -115,7 +129,7 @@ class OutputSink:
 
     @property
     def truncated(self) -> bool:
-        return self.total > self.cap
+        return self.total > len(self.head)
 
     @property
     def spilled(self) -> bool:
@@ -124,13 +138,15 @@ class OutputSink:
     def write(self, data: bytes) -> None:
         self.total += len(data)
         self.tail = (self.tail + data[-TAIL_BYTES:])[-TAIL_BYTES:]
-        if not self._spilling and len(self.head) + len(data) <= self.cap:
-            self.head += data
-            return
         if not self._spilling:
+            cost = shown_size(data) if len(self.head) + len(data) <= self.cap else None
+            if cost is not None and self.shown + cost <= self.cap:
+                self.head += data
+                self.shown += cost
+                return
             self._spilling = True
             first = bytes(self.head)
-            self.head += data[: max(self.cap - len(self.head), 0)]
+            self.head += self._fitting(data)
             try:
                 self._file = _create_beside_agent(self.path, self.user, self.keep)
             except OSError as err:
@@ -138,6 +154,19 @@ class OutputSink:
                 return
             self._save(first)
         self._save(data)
+
+    def _fitting(self, data: bytes) -> bytes:
+        """The longest start of ``data`` that still fits the cap in the result."""
+        room = self.cap - self.shown
+        low, high = 0, min(len(data), max(room, 0))
+        while low < high:  # the shown size grows with the length: search it
+            middle = (low + high + 1) // 2
+            if shown_size(data[:middle]) <= room:
+                low = middle
+            else:
+                high = middle - 1
+        self.shown += shown_size(data[:low])
+        return data[:low]
 
     def _save(self, data: bytes) -> None:
         room = self.save_cap - self.saved
