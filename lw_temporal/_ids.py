@@ -391,6 +391,12 @@ class DataLayout:
         return self.local_root / STATE_DIR_NAME
 
     @property
+    def conversations(self) -> Path:
+        """Each agent's conversation bookkeeping (turn files, tool results, its text
+        editor's notes), by its ID's folders: never mounted, removed by retention."""
+        return self.local_state / "conversations"
+
+    @property
     def memory_id_file(self) -> Path:
         """The memory root's identity, which every worker of a deployment must share."""
         return self.state / "memory-id"

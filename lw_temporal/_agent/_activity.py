@@ -150,7 +150,7 @@ class ModelActivities:
         self.orchestrator_max_turns = orchestrator_max_turns
         self.orchestrator_bounds = orchestrator_bounds or WorkerSettings().orchestrator_bounds
         self.context_budget_tokens = context_budget_tokens
-        self.conversations = ConversationStore(config.layout.local_state / "conversations")
+        self.conversations = ConversationStore(config.layout.conversations)
         #: The model is sent the provider's native tools (``AnthropicModel``'s
         #: ``native_tools``), whose definitions are the provider's, not lw's schemas.
         self.native_tools = bool(getattr(model, "native_tools", False))

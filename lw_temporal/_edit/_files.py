@@ -34,6 +34,7 @@ from ..memory import _fs
 from ..memory._held import Viewed
 from ..memory._records import ABSENT, Provenance
 from ..memory._stores import MemoryStores
+from ._once import ScratchOnce
 from ._paths import Place, ToolError
 
 #: Bytes of a file a command reads or writes whole (memory files are bounded by their
@@ -94,6 +95,9 @@ class Files:
         self.provenance = provenance
         self.user = user
         self.cancel = cancel
+        self._once = ScratchOnce(
+            scope.layout.conversations.joinpath(*scope.agent_id.segments), provenance
+        )
 
     # -- reading ----------------------------------------------------------------------
     def _root(self, place: Place) -> Path:
@@ -269,7 +273,13 @@ class Files:
                 f"{place.shown} would be {len(data)} bytes, more than this tool "
                 f"writes ({FILE_CAP}); write large files with bash"
             )
-        _scratch_put(self._root(place), place.parts, data, self.user, exclusive=expected is None)
+        self._once.will_put(place, data)
+        try:
+            exclusive = expected is None
+            _scratch_put(self._root(place), place.parts, data, self.user, exclusive=exclusive)
+        except Exists:
+            self._once.withdraw(place)
+            raise
 
     def delete(self, place: Place) -> None:
         assert place.mount is not None and place.mount.store is not None
@@ -286,11 +296,18 @@ class Files:
         )  # fmt: skip
 
     def already_done(self, place: Place) -> bool:
-        """Whether an earlier attempt of this activity already committed its change to
-        the place's store (a retry must not apply an edit twice)."""
-        if place.mount is None or place.mount.store is None:
+        """Whether an earlier attempt of this activity already made its change (a retry
+        must not apply an edit twice): the store's ledger says so for memory, the
+        run's note and the file's content for scratch (:mod:`._once`)."""
+        if place.mount is None:
             return False
-        return self.stores.recorded(place.mount.store, self.provenance) is not None
+        if place.mount.store is not None:
+            return self.stores.recorded(place.mount.store, self.provenance) is not None
+        noted = self._once.noted(place)
+        if noted is None or self._held_view(place) is not None:
+            return False
+        current = self._read(place)
+        return current is not None and current.sha == noted
 
 
 def _held_walk(

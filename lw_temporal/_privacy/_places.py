@@ -34,7 +34,7 @@ MAX_SCRUB_BYTES = 256 * 1024 * 1024
 
 
 def conversations(layout: DataLayout) -> Path:
-    return layout.local_state / "conversations"
+    return layout.conversations
 
 
 def approval_records(layout: DataLayout) -> Path:

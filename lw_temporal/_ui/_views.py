@@ -151,7 +151,7 @@ def whole_arguments(stores: MemoryStores, request: ApprovalRequest) -> dict[str,
         return None
     if not request.conversation.replace("-", "").isalnum():
         return None
-    conversations = ConversationStore(stores.layout.local_state / "conversations")
+    conversations = ConversationStore(stores.layout.conversations)
     record = conversations.get(conversations.folder(segments, request.conversation), request.turn)
     if record is None:
         return None

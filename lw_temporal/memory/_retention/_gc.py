@@ -204,7 +204,7 @@ def bookkeeping_dirs(layout: DataLayout) -> Iterator[tuple[AgentId, Path, str]]:
     """What runs leave in the bookkeeping, per run: each agent's conversation folders
     (``.lw/conversations/<its ID>/<run id>/`` and ``results/``, beside its children's
     ``sub-runs/`` and ``steps/``) and each dream's proposal folder."""
-    root = layout.local_state / "conversations"
+    root = layout.conversations
     stack = [root]
     while stack:
         folder = stack.pop()
