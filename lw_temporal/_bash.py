@@ -38,6 +38,7 @@ from ._bash_models import BashRequest as BashRequest
 from ._bash_models import BashResult as BashResult
 from ._bash_models import MemoryChange as MemoryChange
 from ._bash_parts import (
+    BACKGROUND_NOTE,
     _beating,
     _heartbeat,
     _hint,
@@ -397,6 +398,7 @@ class BashActivities(StagedMemory):
             withheld,
             hint,
             _held_note(held),
+            BACKGROUND_NOTE if check.background else None,
         ]
         return BashResult(
             exit_code=TIMEOUT_EXIT_CODE if outcome.timed_out else outcome.exit_code,

@@ -34,6 +34,13 @@ from ._scope import Mount, Scope
 
 _T = TypeVar("_T")
 
+#: Said after a command that sent a job to the background without waiting for it.
+BACKGROUND_NOTE = (
+    "the command sent a job to the background (&) and did not wait for it: whatever "
+    "of it was still running when the shell exited was stopped then, and what it would "
+    "have printed later is lost (add `wait`, or run it in the foreground)"
+)
+
 
 def decode_output(data: bytes, *, cut: bool = False) -> str:
     """UTF-8 with undecodable bytes shown as ``\\xNN``: visible, JSON-safe, and the raw

@@ -85,6 +85,9 @@ class CheckResult:
     #: Set (with no rejection) when the check needs what it was told not to use here
     #: (``bash -n``, outside the event loop): check again with ``arbiter=True``.
     deferred: bool = False
+    #: The command sends a job to the background (``&``) and never runs ``wait``: what
+    #: is still running when its shell exits is stopped then, and the result says so.
+    background: bool = False
 
 
 @cache
@@ -155,7 +158,8 @@ def check_command(
             f"named, {len(walk.canonical)} resolved); split it into smaller commands "
             "or name fewer paths through symlinks"
         )
-    return CheckResult(None, found, walk.recursive_listing, listing_cwd)
+    background = walk.backgrounds and not walk.waits
+    return CheckResult(None, found, walk.recursive_listing, listing_cwd, background=background)
 
 
 #: A command this short is first checked on the event loop with a budget short

@@ -79,6 +79,9 @@ class Walk:
     recursive_listing: bool = False
     #: The working folder of each recursive listing (None: unknown there).
     listing_folders: set[PurePosixPath | None] = field(default_factory=set)
+    #: A job is sent to the background (``&``); the command runs ``wait``.
+    backgrounds: bool = False
+    waits: bool = False
     #: Canonical form of each path, and target of each symlink, already resolved in
     #: this command (one naming a symlink chain many times resolves it once).
     canonical: dict[str, str | None] = field(default_factory=dict)
@@ -229,6 +232,7 @@ def visit_command(node: tree_sitter.Node, walk: Walk) -> None:
     name, words = _arguments(node)
     command = read_command(name, words)
     base = command.base
+    walk.waits = walk.waits or base == "wait"
     if base in CHDIR:
         operands = [w for w, _ in command.operands]
         if base == "popd":
@@ -320,6 +324,7 @@ def walk_tree(root: tree_sitter.Node, walk: Walk) -> int:
             continue
         children = item.children
         if not children:
+            walk.backgrounds = walk.backgrounds or item.type == "&"
             continue
         kind = item.type
         if kind == "command":
