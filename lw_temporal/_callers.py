@@ -307,11 +307,15 @@ class CallerCheck:
     ) -> bool:
         """Whether a closed run is one this deployment ran, for readers of histories
         (dreaming): its chain owns its ID, or, for a run that never passed a caller
-        check (no record), it ran on a queue this deployment serves. A forged run on
-        another queue, or another chain under a taken ID, is not."""
+        check (no record), it ran on a queue this deployment serves and, when its ID
+        places it under a parent, the server has it started by that parent, which ran
+        here too. A forged run on another queue, a run a client started under another
+        tree's ID, or another chain under a taken ID, is not."""
         owner = self._owner(workflow_id)
         if owner is None:
-            return self.serves(task_queue, activity_queue)
+            if not self.serves(task_queue, activity_queue):
+                return False
+            return await self._started_by_its_parent(client, workflow_id, run_id, activity_queue)
         if run_id == owner:
             return True
         try:
@@ -320,6 +324,27 @@ class CallerCheck:
             return False
         chain = description.raw_description.workflow_execution_info.first_run_id or run_id
         return chain == owner
+
+    async def _started_by_its_parent(
+        self, client: Client, workflow_id: str, run_id: str, activity_queue: str
+    ) -> bool:
+        try:
+            expected = parse_workflow_id(workflow_id).parent
+        except InvalidWorkflowId:
+            return True  # outside the grammar: no parent to have (retention)
+        if expected is None:
+            return True
+        try:
+            description = await self._describe(client, workflow_id, run_id)
+            if description.parent_id != str(expected) or not description.parent_run_id:
+                return False  # started by a client (or another run) under a child's ID
+            parent_run = description.parent_run_id
+            parent = await self._describe(client, str(expected), parent_run)
+        except ApplicationError:
+            return False
+        return await self.ran_here(
+            client, str(expected), parent_run, parent.task_queue, activity_queue
+        )
 
     # -- one run per workflow ID -------------------------------------------------------
     def _owner(self, workflow_id: str) -> str | None:

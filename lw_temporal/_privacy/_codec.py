@@ -7,12 +7,17 @@ results, queries, updates and child workflows, with the child's ID;
 workflow's ID). ``with_context`` binds a copy of the codec to that workflow's tree, so
 ``encode`` seals with the tree's key and writes the key id into the payload's metadata
 (``encryption-key-id``, beside ``encoding: binary/encrypted`` as Temporal's samples
-do); ``decode`` needs no context: it reads the key the metadata names, and only that
-one. A payload that is not ``binary/encrypted`` passes through decode unchanged, so
-histories recorded before encryption (or by a client without keys) still replay.
+do); ``decode`` reads the key the metadata names, and only that one. A payload that is
+not ``binary/encrypted`` passes through decode unchanged, so histories recorded before
+encryption (or by a client without keys) still replay.
 
 The key id is also the ciphertext's associated data: a payload relabelled with another
-tree's id does not decrypt.
+tree's id does not decrypt. And a copy bound to a workflow opens only payloads of that
+workflow's tree (or of the shared key, which the Temporal UI and CLI seal with, or of
+the ID a Schedule started the run from): a client with namespace write access that
+copies tree A's sealed payload into a run of tree B it starts gets ``PayloadSealed``
+from B's worker, not A's text in B's agent. Readers of many trees' histories bind a
+copy per run, or decode with no context at all.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -34,7 +40,7 @@ from temporalio.converter import (
     WithSerializationContext,
 )
 
-from ._keys import KeyShredded, KeyStore, check_key_id, tree_of
+from ._keys import SHARED_KEY_ID, KeyShredded, KeyStore, check_key_id, tree_of
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -45,11 +51,19 @@ _NONCE = 12
 _TAG = 16  # AES-GCM's authentication tag
 #: Keys one process keeps in memory at most (least recently used go first).
 MAX_CACHED_KEYS = 1024
+#: What a Temporal Schedule appends to the workflow ID of each run it starts
+#: ("-" and the run's time in RFC 3339); the run's input was sealed for the ID before it.
+_SCHEDULED = re.compile(r"-\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})\Z")
 
 
 class PayloadSealed(ValueError):
     """An encrypted payload this process cannot open: its tree's key is shredded, or
     absent from the key store it was given, or the payload was altered."""
+
+
+class ForeignPayload(PayloadSealed):
+    """A sealed payload of another run tree, met in a workflow of this one: copied
+    there from another run's history (a run opens only its own tree's payloads)."""
 
 
 class NoKeysGiven(PayloadSealed):
@@ -132,20 +146,30 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
     """Seals every payload with its run tree's key (see the module docstring).
 
     ``key_id`` is the tree this copy is bound to by :meth:`with_context`; a copy with
-    no context uses the shared key (``_shared``), which ``forget`` cannot shred.
+    no context uses the shared key (``_shared``), which ``forget`` cannot shred, and
+    opens the payloads of every tree. A bound copy (``bound``) opens its own tree's,
+    the shared key's and ``scheduled_from``'s (the tree of the ID a Schedule started
+    its run from), and refuses any other tree's as :class:`ForeignPayload`.
     """
 
     ring: KeyRing
     key_id: str = field(default_factory=lambda: tree_of(None))
+    bound: bool = False
+    scheduled_from: str | None = None
 
     def with_context(self, context: SerializationContext) -> Self:
         workflow_id = getattr(context, "workflow_id", None)
         return self.for_tree(workflow_id if isinstance(workflow_id, str) else None)
 
     def for_tree(self, workflow_id: str | None) -> Self:
-        """A copy that seals with ``workflow_id``'s tree key."""
-        key_id = tree_of(workflow_id)
-        return self if key_id == self.key_id else dataclasses.replace(self, key_id=key_id)
+        """A copy that seals with ``workflow_id``'s tree key and opens only that
+        tree's payloads (every tree's without a workflow)."""
+        key_id, bound = tree_of(workflow_id), bool(workflow_id)
+        scheduled = _SCHEDULED.search(workflow_id or "")
+        base = tree_of(workflow_id[: scheduled.start()]) if workflow_id and scheduled else None
+        if (key_id, bound, base) == (self.key_id, self.bound, self.scheduled_from):
+            return self
+        return dataclasses.replace(self, key_id=key_id, bound=bound, scheduled_from=base)
 
     async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
         if not payloads:
@@ -183,6 +207,13 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
             check_key_id(key_id)
         except ValueError as err:
             raise PayloadSealed(f"encrypted payload naming no run tree's key: {err}") from None
+        if self.bound and key_id not in (self.key_id, SHARED_KEY_ID, self.scheduled_from):
+            raise ForeignPayload(
+                f"payload sealed for run tree {key_id!r} arrived in a workflow of another "
+                f"run tree, {self.key_id!r}: a sealed payload opens only in its own tree "
+                "(this one was copied from another run's history). Start the run with input "
+                "of its own, through a client of this deployment"
+            )
         data = payload.data
         if len(data) < _NONCE + _TAG:
             raise PayloadSealed(

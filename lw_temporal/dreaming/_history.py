@@ -10,6 +10,7 @@ from typing import Any
 
 from temporalio import activity
 from temporalio.client import Client
+from temporalio.converter import WorkflowSerializationContext
 
 from .._failure_text import opened_message
 from ._records import (
@@ -186,22 +187,32 @@ async def extract_run(
     """The record of one run: its own history plus its steps' (its child workflows').
     A run whose tree was forgotten (its payload key shredded) is recorded as such, with
     nothing of what it did."""
-    from .._privacy._codec import PayloadSealed
+    from .._privacy._codec import ForeignPayload, PayloadSealed
 
     out = _RunExtract()
     forgotten = False
 
-    async def decode(payloads: Any) -> list[Any]:
-        nonlocal forgotten
-        try:
-            return await client.data_converter.decode(payloads)
-        except PayloadSealed:
-            forgotten = True
-            raise
+    def decoder(of: str) -> Decode:
+        # Bound to the history's own workflow: its codec opens only that tree's
+        # payloads, so another tree's input copied into a forged run stays unread.
+        context = WorkflowSerializationContext(namespace=client.namespace, workflow_id=of)
+        converter = client.data_converter.with_context(context)
+
+        async def decode(payloads: Any) -> list[Any]:
+            nonlocal forgotten
+            try:
+                return await converter.decode(payloads)
+            except ForeignPayload:
+                raise
+            except PayloadSealed:
+                forgotten = True
+                raise
+
+        return decode
 
     handle = client.get_workflow_handle(workflow_id, run_id=run_id)
     history = await handle.fetch_history()
-    children = await _extract_history(history.events, decode, out)
+    children = await _extract_history(history.events, decoder(workflow_id), out)
     for child, child_run in children:
         activity.heartbeat()
         try:
@@ -211,7 +222,7 @@ async def extract_run(
         except Exception:
             out.truncated = True
             continue
-        await _extract_history(child_history.events, decode, out, top=False)
+        await _extract_history(child_history.events, decoder(child), out, top=False)
     if forgotten:
         return RunRecord(
             workflow_id=workflow_id,
