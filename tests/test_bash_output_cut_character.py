@@ -27,8 +27,8 @@ async def test_a_character_cut_at_the_cap_is_left_out(
 ) -> None:
     plugin = LittleWorkflowPlugin(data_dir, [WorkflowDefinition(id="cr")], sandbox=sandbox)
     cut = f'b"a" * {CAP - 1} + "é".encode() + b"tail"'
-    # a byte that is not UTF-8 takes five in the result's JSON (test_bash_result_json_bounded)
-    invalid = f'b"a" * {CAP - 5} + b"\\xff" + b"tail"'
+    # a byte that is not UTF-8 counts four toward the cap (test_bash_result_json_bounded)
+    invalid = f'b"a" * {CAP - 4} + b"\\xff" + b"tail"'
     async with bash_worker(dev_env, plugin) as bash:
         out, err, bad = await bash.run(
             PLANNER, [_write(cut), _write(cut, "stderr"), _write(invalid)]
@@ -39,4 +39,4 @@ async def test_a_character_cut_at_the_cap_is_left_out(
     saved = saved_file(scratch, out.stdout_ref).read_bytes()
     assert saved == b"a" * (CAP - 1) + "é".encode() + b"tail"
     assert err.stderr_truncated and err.stderr == "a" * (CAP - 1), err.stderr[-80:]
-    assert bad.stdout_truncated and bad.stdout == "a" * (CAP - 5) + "\\xff"
+    assert bad.stdout_truncated and bad.stdout == "a" * (CAP - 4) + "\\xff"

@@ -19,13 +19,20 @@ _PRUNE_SCAN = 4096
 _SAVED = (".stdout", ".stderr")
 
 
+#: Characters JSON writes as two (``\\n``): counted as one, so text keeps its cap.
+_PAIRS = str.maketrans("", "", '\n\t\r"\\\b\f')
+
+
 def shown_size(data: bytes) -> int:
-    """Bytes ``data`` takes in a result's JSON: bytes that are not UTF-8 show as
-    ``\\xNN`` and control characters as ``\\u00NN``, so one byte of output can take up
-    to six there. A character cut at the end of ``data`` counts as its bytes shown
-    one by one (at least what it takes whole)."""
+    """What ``data`` counts toward a result's cap: what it takes in the result's JSON,
+    where a control character shows as ``\\u00NN`` and a byte that is not UTF-8 as
+    ``\\xNN`` (six and five bytes for one), except that a character JSON writes as
+    two (a newline, a tab, a quote, a backslash) counts one, as in the output. So
+    ordinary text keeps the whole cap and no output takes more than twice it. A
+    character cut at the end of ``data`` counts as its bytes shown one by one."""
     text = data.decode("utf-8", errors="backslashreplace")
-    return len(json.dumps(text, ensure_ascii=False).encode()) - 2
+    pairs = len(text) - len(text.translate(_PAIRS))
+    return len(json.dumps(text, ensure_ascii=False).encode()) - 2 - pairs
 
 
 def _create_beside_agent(
@@ -94,12 +101,12 @@ def _prune(dir_fd: int, keep: int, *, spare: str) -> None:
 
 
 class OutputSink:
-    """Keeps for the result as many bytes as take at most ``cap`` bytes there (a
-    byte of output can take six in the result's JSON: the cap bounds what reaches a
-    workflow history, not only the bytes read); spills everything (to ``save_cap``) to
-    ``path`` once the stream outgrows the cap. A file that cannot be made or written
-    (a folder the agent made unwritable to a non-root worker, a full disk) ends the
-    saving, never the command: ``unsaved`` says why."""
+    """Keeps for the result as many bytes as count at most ``cap`` there
+    (:func:`shown_size`: a byte of output can take six in the result's JSON, and the
+    cap bounds what reaches a workflow history, not only the bytes read); spills
+    everything (to ``save_cap``) to ``path`` once the stream outgrows the cap. A file
+    that cannot be made or written (a folder the agent made unwritable to a non-root
+    worker, a full disk) ends the saving, never the command: ``unsaved`` says why."""
 
     def __init__(
         self,
