@@ -52,8 +52,8 @@ async def test_escaped_output_stays_within_the_cap_and_is_saved_whole(
         for name in ("stdout", "stderr"):
             shown = len(json.dumps(fields[name], ensure_ascii=False).encode())
             assert shown <= 2 * CAP + SLACK, (name, shown)
-    control = len(json.dumps(out.stdout).encode())
-    assert control <= CAP + SLACK, control
+    escaped = len(json.dumps(out.stdout).encode())
+    assert escaped <= CAP + SLACK, escaped
     assert out.stdout_truncated and out.stdout == "\x01" * len(out.stdout)
     assert len(out.stdout) >= CAP // 6 - 1
     assert saved_file(scratch, out.stdout_ref).read_bytes() == b"\x01" * 65536
