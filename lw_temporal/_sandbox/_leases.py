@@ -56,7 +56,7 @@ from pathlib import Path
 from .._locks import lock_exclusive
 from ._idrange import DEFAULT_IDS, check_ids, split_ids
 from ._lease_files import prepare, read_small, sync_folder, write_file
-from ._lease_folders import give_up, has_processes, take
+from ._lease_folders import give_up, has_processes, may_have_processes, take
 
 #: How long a lease outlives the command that last renewed it.
 LEASE_GRACE = 600.0
@@ -384,9 +384,12 @@ class LeaseTable:
             free, elsewhere, claimed = self._free_on_host(number, now)
             if not free:
                 continue
-            used = old is not None or elsewhere is not None
-            if used and not mine and has_processes(number):
-                continue
+            if not mine and (old is not None or elsewhere is not None):
+                # The look through /proc may be a recent one if it began after every
+                # lease of the number this host knows of ended (inf: not known).
+                ended = max(0.0 if old is None else old.expires, elsewhere or 0.0)
+                if may_have_processes(number, ended):
+                    continue
             return number, old, claimed
         raise PoolExhausted(
             f"all {count} sandbox ids for {kind}s of {self.ids!r} are leased to "
