@@ -20,7 +20,12 @@ does once its activity is done (unmount the overlay a planner's command used and
 a fresh one for its next command) is not in its latency, and is timed on its own
 ("after the result").
 
-Usage: python benchmarks/bash_overhead.py [--rounds N]
+With ``--fresh N`` it instead times what a new agent's first command costs over its
+next one (every fan-out leaf is a new agent): per round, N new worker agents' first
+``lw.bash true``, then each one's second, CPU per call (the worker and its reaped
+children) and median wall of each.
+
+Usage: python benchmarks/bash_overhead.py [--rounds N] [--fresh N]
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import argparse
 import asyncio
 import dataclasses
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -44,6 +50,7 @@ from lw_temporal._bash import BashActivities
 from lw_temporal._config import LwConfig
 from lw_temporal._sandbox import BwrapBackend, SandboxSpec, SandboxUser
 from lw_temporal._sandbox._identity import thread_as
+from lw_temporal._sandbox._reaper import reaper
 from lw_temporal._scope import Mount, Scope
 
 ROLES = {
@@ -156,7 +163,63 @@ async def main(rounds: int) -> None:
             )
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and its reaped children (the sandboxes)."""
+    own, children = (
+        resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+async def fresh(rounds: int, agents: int) -> None:
+    """A new agent's first command against its second (see the module)."""
+    with tempfile.TemporaryDirectory() as data_dir:
+        config = LwConfig.create(data_dir, [WorkflowDefinition(id="bench")])
+        config.callers.enabled = False
+        activities = BashActivities(config)
+        request = BashRequest(command="true")
+        base = ROLES["worker"][0].rsplit("/", 1)[0]
+
+        async def call(step: str) -> float:
+            env = ActivityEnvironment()
+            env.info = dataclasses.replace(
+                env.info, workflow_id=f"{base}/{step}", workflow_type="lw.Worker"
+            )
+            start = time.perf_counter()
+            result = await env.run(activities.bash, request)
+            assert result.exit_code == 0, result
+            return time.perf_counter() - start
+
+        async def block(steps: list[str]) -> tuple[float, list[float]]:
+            before = _cpu()
+            walls = [await call(step) for step in steps]
+            await asyncio.sleep(0.05)
+            reaper().reap()
+            return (_cpu() - before) / len(steps), walls
+
+        for step in ("step_w1", "step_w2", "step_w1"):
+            await call(step)
+        cpu: dict[str, list[float]] = {"first": [], "next": []}
+        wall: dict[str, list[float]] = {"first": [], "next": []}
+        for i in range(rounds):
+            steps = [f"step_{i}x{n}" for n in range(agents)]
+            for name in ("first", "next"):
+                per_call, walls = await block(steps)
+                cpu[name].append(per_call)
+                wall[name] += walls
+        print(f"rounds: {rounds} x {agents} new worker agents (medians)")
+        for name in cpu:
+            print(
+                f"  {name:<6} command: CPU {statistics.median(cpu[name]) * 1000:6.2f} ms/call"
+                f"  wall {statistics.median(wall[name]) * 1000:6.2f} ms"
+            )
+        extra = statistics.median(cpu["first"]) - statistics.median(cpu["next"])
+        print(f"  a new agent's first command costs {extra * 1000:.2f} ms more CPU")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=200)
-    asyncio.run(main(parser.parse_args().rounds))
+    parser.add_argument("--fresh", type=int, default=0, help="new agents per round")
+    args = parser.parse_args()
+    asyncio.run(fresh(args.rounds, args.fresh) if args.fresh else main(args.rounds))

@@ -11,11 +11,16 @@ through a link or onto a mount.
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 
 from ._tree import chown_tree
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: How long a look through ``/proc`` may answer for numbers whose leases had ended
+#: before it began (see :func:`may_have_processes`).
+SCAN_REUSE = 5.0
 
 
 def give_up(folder: Path, kind: str, number: int) -> None:
@@ -66,13 +71,42 @@ def ensure_folder(folder: Path, uid: int, gid: int, mode: int = 0o750) -> None:
 
 def has_processes(uid: int) -> bool:
     """Whether a process of this host (its pid namespace) has ``uid`` as its real,
-    effective, saved or filesystem uid (every ``/proc/<pid>/status`` read with one
-    ``open`` and one ``read``: each new agent of a busy host looks through them all)."""
+    effective, saved or filesystem uid (a fresh look through ``/proc``)."""
+    return uid in _scan()
+
+
+def may_have_processes(uid: int, ended: float) -> bool:
+    """:func:`has_processes` for a number nobody has leased since ``ended`` (the latest
+    end, by this host's clock, of every lease of it this host's tables know of).
+
+    Once its leases have ended, no process can take ``uid`` any more but a child of a
+    process that already has it (root never switches to a number it holds no lease
+    of), so a look that began after ``ended`` and found none still holds: such a look
+    at most :data:`SCAN_REUSE` old answers, as each new agent of a fan-out would
+    otherwise read every ``/proc/<pid>/status`` of the host again. A number it finds
+    in use is looked for afresh (its process may have ended since)."""
+    last = _last
+    if last is None or last[0] <= ended or not 0 <= time.time() - last[0] <= SCAN_REUSE:
+        return has_processes(uid)
+    return uid in last[1] and has_processes(uid)
+
+
+#: (when the last full look began, every uid it found), for :func:`may_have_processes`.
+_last: tuple[float, frozenset[int]] | None = None
+_scan_lock = threading.Lock()
+
+
+def _scan() -> frozenset[int]:
+    """Every uid (real, effective, saved or filesystem) of this host's processes, read
+    with one ``open`` and one ``read`` of each ``/proc/<pid>/status`` (none when
+    ``/proc`` cannot be listed); remembered as the last look."""
+    global _last
+    began = time.time()
     try:
         names = os.listdir("/proc")
     except OSError:
-        return False
-    wanted = str(uid).encode()
+        return frozenset()
+    found: set[int] = set()
     for name in names:
         if not name.isdigit():
             continue
@@ -87,6 +121,10 @@ def has_processes(uid: int) -> bool:
         finally:
             os.close(fd)
         start = status.find(b"\nUid:")
-        if start >= 0 and wanted in status[start + 5 : status.find(b"\n", start + 5)].split():
-            return True
-    return False
+        if start >= 0:
+            found.update(map(int, status[start + 5 : status.find(b"\n", start + 5)].split()))
+    uids = frozenset(found)
+    with _scan_lock:
+        if _last is None or _last[0] < began:
+            _last = (began, uids)
+    return uids

@@ -18,8 +18,10 @@ same group; two tables leasing one store would each regroup its root, and the ot
 agents would find their store closed. ``leases/<n>.json`` names a number's key, its
 folder (relative to the table's root, which other hosts may mount elsewhere) and when
 it ends, ``keys/<digest>`` the number of a key; both change only under the table's
-lock. A table records the range it leases from, and a worker configured with other
-``sandbox_ids`` is refused rather than let the halves of two ranges overlap.
+lock. The record decides (it is synced, rename included, before the number owns
+anything); the key's file is a hint every use checks against it. A table records the
+range it leases from, and a worker configured with other ``sandbox_ids`` is refused
+rather than let the halves of two ranges overlap.
 
 Each command renews the leases it uses (its own, its planner's and orchestrator's
 scratch it reads, the stores it mounts) until after its timeout plus
@@ -53,7 +55,8 @@ from pathlib import Path
 
 from .._locks import lock_exclusive
 from ._idrange import DEFAULT_IDS, check_ids, split_ids
-from ._lease_folders import give_up, has_processes, take
+from ._lease_files import prepare, read_small, sync_folder, write_file
+from ._lease_folders import give_up, has_processes, may_have_processes, take
 
 #: How long a lease outlives the command that last renewed it.
 LEASE_GRACE = 600.0
@@ -134,16 +137,15 @@ class _Record:
     @classmethod
     def read(cls, path: Path) -> _Record | None:
         try:
-            raw = json.loads(path.read_bytes())
+            raw = json.loads(read_small(path))
             return cls(str(raw["key"]), str(raw["folder"]), str(raw["kind"]), float(raw["expires"]))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def write(self, path: Path, *, durable: bool) -> None:
-        data = json.dumps(
+    def encode(self) -> bytes:
+        return json.dumps(
             {"key": self.key, "folder": self.folder, "kind": self.kind, "expires": self.expires}
         ).encode()
-        _write(path, data, durable=durable)
 
     def give_up(self, table: Path, number: int) -> None:
         """Before ``number`` goes to another key: nothing of this record's folder (in
@@ -154,18 +156,6 @@ class _Record:
 def _root_of(table: Path) -> Path:
     """The root a table's folders are relative to: the data dir above its ``.lw``."""
     return table.parent.parent
-
-
-def _write(path: Path, data: bytes, *, durable: bool) -> None:
-    tmp = path.with_name(f".tmp-{uuid.uuid4().hex}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        os.write(fd, data)
-        if durable:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
 
 
 def _same_folder(a: Path, b: Path) -> bool:
@@ -223,8 +213,7 @@ class LeaseTable:
         with self._lock, self._table():
             number = self._renew(key, folder, kind, ends)
             if number is None:
-                with self._host():
-                    number = self._grant(key, folder, kind, ends)
+                number = self._grant(key, folder, kind, ends)
             elif not self._held_here(key, number):
                 with self._host():
                     self._claim_here(key, number)
@@ -283,7 +272,7 @@ class LeaseTable:
         except (OSError, ValueError, KeyError, TypeError):
             salt = uuid.uuid4().hex
             data = {"first": self.ids.start, "end": self.ids.stop, "salt": salt}
-            _write(path, json.dumps(data).encode(), durable=True)
+            write_file(path, json.dumps(data).encode(), durable=True)
             return salt
         if recorded != self.ids:
             raise LeaseRefused(
@@ -300,9 +289,10 @@ class LeaseTable:
         claim folder cannot be made: a non-root worker leases nothing anyway)."""
         fd = -1
         if self.host_claims is not None:
+            lock = self.host_claims.parent / "ids.lock"
             with contextlib.suppress(OSError):
                 self.host_claims.mkdir(parents=True, exist_ok=True, mode=0o700)
-                fd = os.open(self.host_claims.parent / "ids.lock", os.O_RDWR | os.O_CREAT, 0o600)
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             if fd >= 0:
                 lock_exclusive(fd)
@@ -323,49 +313,84 @@ class LeaseTable:
             return None
         stored = self._stored(folder)
         if record.expires < ends or record.folder != stored:
-            _Record(key, stored, kind, max(ends, record.expires)).write(path, durable=False)
+            record = _Record(key, stored, kind, max(ends, record.expires))
+            write_file(path, record.encode(), durable=False)
         return number
 
     def _number_of(self, key: str) -> int | None:
+        """The key's number as its pointer (``keys/<digest>``) says: written once its
+        folder is the number's, and only a hint, which the lease record confirms."""
         try:
-            number = int(self._key_path(key).read_text())
+            number = int(read_small(self._key_path(key)))
         except (OSError, ValueError):
             return None
         return number if number in self.numbers else None
 
     def _grant(self, key: str, folder: Path, kind: str, ends: float) -> int:
+        """Lease the key a number (:meth:`_choose`), crash-safe at every step: its
+        record is written and synced before the host's lock and renamed in under it
+        (the number is the key's from then on, for every table and host, and the
+        record names the folder before anything of it is the number's); its folder
+        is given to it once the rename is on disk, and then its pointer is written. A
+        grant stopped before leaves the number leased until the record's end, and the
+        key's next grant, finding no pointer to it, gives it all of its folder."""
+        leases = self.dir / "leases"
+        tmp: Path | None = prepare(
+            leases, _Record(key, self._stored(folder), kind, ends).encode(), durable=True
+        )
+        pointer = self._number_of(key)
+        try:
+            with self._host():
+                number, old, claimed = self._choose(key, kind, pointer)
+                mine = old is not None and old.key == key
+                if old is not None and not mine:
+                    old.give_up(self.dir, number)
+                    with contextlib.suppress(FileNotFoundError):
+                        self._key_path(old.key).unlink()
+                assert tmp is not None
+                os.replace(tmp, self._lease_path(number))
+                tmp = None
+                if not claimed:
+                    self._claim_on_host(number)
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+        sync_folder(leases)
+        take(folder, kind, number, fresh=not (mine and pointer == number))
+        write_file(self._key_path(key), str(number).encode(), durable=False)
+        return number
+
+    def _choose(self, key: str, kind: str, pointer: int | None) -> tuple[int, _Record | None, bool]:
         """The key's number again if it is still free, else the first number (from a
-        start fixed by the key) whose lease ended at least a margin ago everywhere."""
+        start fixed by the key) whose lease ended at least a margin ago everywhere;
+        with its record here and whether this host's claim of it is already this
+        table's. Under the host's lock."""
         now = time.time()
         count = len(self.numbers)
         seed = f"{self._salt}\0{key}".encode()
         start = int.from_bytes(hashlib.sha256(seed).digest()[:8], "big") % max(count, 1)
-        own = self._number_of(key)
         # Lazily: the first free number is usually the first one tried, and the range
         # holds thousands (a list of them all cost each new agent about a millisecond).
         candidates = itertools.chain(
-            () if own is None else (own,),
+            () if pointer is None else (pointer,),
             (self.numbers[(start + i) % count] for i in range(count)),
         )
         for number in candidates:
-            path = self._lease_path(number)
-            old = _Record.read(path)
+            old = _Record.read(self._lease_path(number))
             mine = old is not None and old.key == key
             if old is not None and not mine and old.expires + _MARGIN >= now:
                 continue
-            used = old is not None
-            free, elsewhere = self._free_on_host(number, now)
-            if not free or ((used or elsewhere) and not mine and has_processes(number)):
+            free, elsewhere, claimed = self._free_on_host(number, now)
+            if not free:
                 continue
-            if old is not None and not mine:
-                old.give_up(self.dir, number)
-                with contextlib.suppress(FileNotFoundError):
-                    self._key_path(old.key).unlink()
-            take(folder, kind, number, fresh=not mine)
-            _Record(key, self._stored(folder), kind, ends).write(path, durable=True)
-            _write(self._key_path(key), str(number).encode(), durable=True)
-            self._claim_on_host(number)
-            return number
+            if not mine and (old is not None or elsewhere is not None):
+                # The look through /proc may be a recent one if it began after every
+                # lease of the number this host knows of ended (inf: not known).
+                ended = max(0.0 if old is None else old.expires, elsewhere or 0.0)
+                if may_have_processes(number, ended):
+                    continue
+            return number, old, claimed
         raise PoolExhausted(
             f"all {count} sandbox ids for {kind}s of {self.ids!r} are leased to "
             f"{'agents' if kind == 'run' else 'stores'} used in the last "
@@ -384,9 +409,10 @@ class LeaseTable:
         did not lease here (another host did, or an earlier worker); refused while
         another table of this host holds it."""
         now = time.time()
-        free, elsewhere = self._free_on_host(number, now)
-        if free and not (elsewhere and has_processes(number)):
-            self._claim_on_host(number)
+        free, elsewhere, claimed = self._free_on_host(number, now)
+        if free and not (elsewhere is not None and has_processes(number)):
+            if not claimed:
+                self._claim_on_host(number)
             return
         claim = self._claim_file(number)
         raise LeaseRefused(
@@ -399,32 +425,33 @@ class LeaseTable:
     def _claim_file(self, number: int) -> Path | None:
         return None if self.host_claims is None else self.host_claims / str(number)
 
-    def _free_on_host(self, number: int, now: float) -> tuple[bool, bool]:
-        """Whether no other table of this host holds ``number`` now, and whether one
-        held it before; an ended lease there is given up (its folder re-owned) before
-        the number is taken."""
+    def _free_on_host(self, number: int, now: float) -> tuple[bool, float | None, bool]:
+        """Whether no other table of this host holds ``number`` now; when one held it
+        before, when that lease ended (``inf``: unknown); and whether the host's claim
+        already names this table. An ended lease there is given up (its folder
+        re-owned) before the number is taken."""
         claim = self._claim_file(number)
         if claim is None:
-            return True, False
+            return True, None, False
         try:
-            other = Path(claim.read_text())
+            other = Path(read_small(claim).decode())
         except (OSError, ValueError):
-            return True, False
+            return True, None, False
         if _same_folder(other, self.dir):
-            return True, False
+            return True, None, True
         path = other / "leases" / f"{number}.json"
         record = _Record.read(path)
         if record is None:
-            return True, True
+            return True, float("inf"), False
         if record.expires + _MARGIN >= now:
-            return False, True
+            return False, record.expires, False
         record.give_up(other, number)
         with contextlib.suppress(OSError):
             path.unlink()
-        return True, True
+        return True, record.expires, False
 
     def _claim_on_host(self, number: int) -> None:
         claim = self._claim_file(number)
         if claim is not None:
             with contextlib.suppress(OSError):
-                _write(claim, str(self.dir).encode(), durable=False)
+                write_file(claim, str(self.dir).encode(), durable=False)
