@@ -49,7 +49,9 @@ def add_approvals(sub: Commands) -> None:
     ):
         decide = verbs.add_parser(verb, help=help_text)
         decide.add_argument("workflow_id", metavar="WORKFLOW_ID")
-        decide.add_argument("request_id", metavar="REQUEST_ID", help="e.g. a1 (see approvals list)")
+        decide.add_argument(
+            "request_id", metavar="REQUEST_ID", help="e.g. a1-3f9c2e (see approvals list)"
+        )
         decide.add_argument("--by", required=True, help="who decides (kept in the run's audit)")
         decide.add_argument(
             "--why", required=verb == "deny", default="", help="the reason, kept with the decision"
