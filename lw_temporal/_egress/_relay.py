@@ -188,6 +188,9 @@ class Relay:
                 "TLS (send plain http:// requests to the proxy as they are)",
             )
             raise OSError("not TLS") from None
+        except _tls.HiddenName as err:
+            self._refuse(attempt, f"TLS to {host}:{attempt.port}: {err}")
+            raise OSError("hidden server name") from None
         except ValueError as err:
             self._refuse(attempt, f"TLS to {host}: the ClientHello cannot be read ({err})")
             raise OSError("bad ClientHello") from None
