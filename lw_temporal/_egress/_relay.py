@@ -81,6 +81,9 @@ class Attempt:
     rule: str = ""
     bytes_sent: int = 0
     bytes_received: int = 0
+    #: The command's how-many-th attempt: an ``open`` line and the attempt's last line
+    #: share it (see ``_audit.records``).
+    ordinal: int = 0
     started: float = field(default_factory=time.monotonic)
 
     def record(self, config: SessionConfig) -> dict[str, Any]:
@@ -99,6 +102,7 @@ class Attempt:
             "bytes_sent": self.bytes_sent,
             "bytes_received": self.bytes_received,
             "seconds": round(time.monotonic() - self.started, 4),
+            "attempt": self.ordinal,
         }
 
 
