@@ -162,9 +162,15 @@ def _recorded(args: argparse.Namespace, live: list[ApprovalRecord]) -> list[Appr
         from .._ids import DataLayout
 
         layout = DataLayout.at(Path(args.data_dir))
-        kept, _ = recorded(layout, tree=args.workflow)
+        kept, more = recorded(layout, tree=args.workflow)
         for record in kept:
             found.setdefault((record.request.workflow_id, record.request.id), record)
+        if more:
+            say(
+                f"lw-temporal: {more} older recorded decisions are not listed (the newest "
+                f"{len(kept)} are); narrow it with --workflow",
+                err=True,
+            )
     return sorted(found.values(), key=lambda r: r.decided_at)
 
 
