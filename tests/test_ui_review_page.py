@@ -99,7 +99,9 @@ async def test_the_review_page_decides_like_the_cli(
 
                 await _until(listed, "the request on the page")
                 a1, a2 = (r.id for r in (await list_approvals(client, workflow_id=shipper)).pending)
-                [cookie] = await page.cookies()
+                # A page's cookie is named after its port (other pages' may be there too).
+                own = f"lw_review_{urlsplit(login).port}"
+                [cookie] = [c for c in await page.cookies() if c["name"] == own]
                 assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
                 text = await page.text()
                 assert f"{shipper} · {a1} · bash" in text
