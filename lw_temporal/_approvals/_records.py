@@ -177,7 +177,7 @@ class RecordResult(FrozenModel):
 
 
 def split_request_id(request_id: str) -> tuple[int, str]:
-    """The number and the run tag (``""`` for an untagged id) of a valid request id."""
+    """The number and the tag (``""`` for an untagged id) of a valid request id."""
     number, _, tag = request_id.removeprefix(REQUEST_PREFIX).partition("-")
     return int(number), tag
 
