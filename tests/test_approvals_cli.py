@@ -51,7 +51,9 @@ async def test_an_approved_command_waits_through_a_restart_and_runs_once(
             "lw.Planner", "Deploy.", id=workflow_id, task_queue=task_queue, result_type=AgentResult
         )
         [line] = await until_listed(dev_env, workflow_id)
-        assert line.split("  ")[:4] == [workflow_id, "a1", "bash", "planner deployer"], line
+        a1 = line.split("  ")[1]
+        assert a1.startswith("a1-"), line  # numbered, with a tag of its own (never reused)
+        assert line.split("  ")[:4] == [workflow_id, a1, "bash", "planner deployer"], line
         assert "deny at " in line
         assert line.endswith("echo deploy >> /mnt/scratch/own/deploy.log && echo deployed"), line
         # The call before it ran; the matching one has not.
@@ -59,7 +61,7 @@ async def test_an_approved_command_waits_through_a_restart_and_runs_once(
         assert not (scratch / "deploy.log").exists()
         code, out, err = await lw(dev_env, "status", workflow_id)
         assert code == 0, err
-        assert "waiting for approval (bash a1)" in out, out
+        assert f"waiting for approval (bash {a1})" in out, out
         kill(first)
         await first.wait()
 
@@ -69,12 +71,12 @@ async def test_an_approved_command_waits_through_a_restart_and_runs_once(
             dev_env, "approvals", "approve", workflow_id, "a9", "--by", "carol"
         )
         assert code == 1
-        assert f"no approval request a9 in {workflow_id} (pending: a1)" in err, err
+        assert f"no approval request a9 in {workflow_id} (pending: {a1};" in err, err
         code, out, err = await lw(
-            dev_env, "approvals", "approve", workflow_id, "a1", "--by", "carol", "--why", "go"
+            dev_env, "approvals", "approve", workflow_id, a1, "--by", "carol", "--why", "go"
         )
         assert code == 0, err
-        assert out.startswith(f"{workflow_id}  a1  approved by carol"), out
+        assert out.startswith(f"{workflow_id}  {a1}  approved by carol"), out
         result = await handle.result()
     assert "deployed" in result.summary
     assert (scratch / "deploy.log").read_text() == "deploy\n"
@@ -94,24 +96,23 @@ async def test_a_denial_is_the_models_tool_result_and_repeats_are_refused(
             "lw.Planner", "Deploy.", id=workflow_id, task_queue=task_queue, result_type=AgentResult
         )
         lines = await until_listed(dev_env, workflow_id, count=2)
-        assert [line.split("  ")[1] for line in lines] == ["a1", "a2"]
+        a1, a2 = (line.split("  ")[1] for line in lines)
+        assert (a1[:3], a2[:3]) == ("a1-", "a2-"), lines
         assert "\x1b" not in lines[0] and lines[0].endswith("# \\x1b[2K"), lines[0]
         code, out, err = await lw(
-            dev_env, "approvals", "deny", workflow_id, "a1", "--by", "dana", "--why", "not today"
+            dev_env, "approvals", "deny", workflow_id, a1, "--by", "dana", "--why", "not today"
         )
         assert code == 0, err
         for by in ("carol", "dana"):
             code, out, err = await lw(
-                dev_env, "approvals", "deny", workflow_id, "a1", "--by", by, "--why", "again"
+                dev_env, "approvals", "deny", workflow_id, a1, "--by", by, "--why", "again"
             )
             assert code == 1
             assert "already decided: denied by dana" in err, err
-        code, out, err = await lw(dev_env, "approvals", "approve", workflow_id, "a2", "--by", "eve")
+        code, out, err = await lw(dev_env, "approvals", "approve", workflow_id, a2, "--by", "eve")
         assert code == 1
-        assert "eve may not decide approval a2" in err and "carol, dana only" in err, err
-        code, out, err = await lw(
-            dev_env, "approvals", "approve", workflow_id, "a2", "--by", "carol"
-        )
+        assert f"eve may not decide approval {a2}" in err and "carol, dana only" in err, err
+        code, out, err = await lw(dev_env, "approvals", "approve", workflow_id, a2, "--by", "carol")
         assert code == 0, err
         result = await handle.result()
         code, out, err = await lw(
@@ -125,7 +126,7 @@ async def test_a_denial_is_the_models_tool_result_and_repeats_are_refused(
             str(data_dir),
         )
     told = result.summary.split(" | ")
-    assert told[0].startswith("bash: not run: a person (dana) denied this call (approval a1")
+    assert told[0].startswith(f"bash: not run: a person (dana) denied this call (approval {a1}")
     assert told[0].endswith(": not today")
     assert told[1].startswith("exit code 0")
     scratch = DataLayout.at(data_dir).runs / workflow_id / "scratch"
@@ -133,6 +134,6 @@ async def test_a_denial_is_the_models_tool_result_and_repeats_are_refused(
     assert code == 0, err
     decided = out.splitlines()
     assert len(decided) == 2, out
-    assert decided[0].startswith(f"{workflow_id}  a1  bash  planner gated  denied by dana at ")
+    assert decided[0].startswith(f"{workflow_id}  {a1}  bash  planner gated  denied by dana at ")
     assert ": not today  echo deploy one" in decided[0]
-    assert decided[1].startswith(f"{workflow_id}  a2  bash  planner gated  approved by carol at ")
+    assert decided[1].startswith(f"{workflow_id}  {a2}  bash  planner gated  approved by carol at ")

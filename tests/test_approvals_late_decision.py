@@ -68,14 +68,14 @@ async def test_an_approval_delivered_after_the_deadline_is_refused(
             "lw.Planner", "Deploy.", id=workflow_id, task_queue=task_queue, result_type=AgentResult
         )
         for _ in range(300):
-            if (await list_approvals(client, workflow_id=workflow_id)).pending:
+            if pending := (await list_approvals(client, workflow_id=workflow_id)).pending:
                 break
             await asyncio.sleep(0.1)
         else:
             raise AssertionError("the request was never listed")
     # No worker now: the deadline passes, and a reviewer approves late.
     await asyncio.sleep(DEADLINE.total_seconds() + 2)
-    decision = ApprovalDecision(request_id="a1", approve=True, by="carol", why="late")
+    decision = ApprovalDecision(request_id=pending[0].id, approve=True, by="carol", why="late")
     late = asyncio.create_task(
         handle.start_update(DECIDE_UPDATE, decision, wait_for_stage=WorkflowUpdateStage.ACCEPTED)
     )

@@ -44,7 +44,7 @@ async def test_a_payload_that_is_not_a_decision_is_refused_and_decides_nothing(
         handle = await client.start_workflow(
             "lw.Planner", "Deploy.", id=workflow_id, task_queue=task_queue, result_type=AgentResult
         )
-        await until_listed(dev_env, workflow_id)
+        [line] = await until_listed(dev_env, workflow_id)
         for raw, said in BAD:
             with pytest.raises(WorkflowUpdateFailedError) as refused:
                 await handle.execute_update(DECIDE, raw)
@@ -55,8 +55,9 @@ async def test_a_payload_that_is_not_a_decision_is_refused_and_decides_nothing(
             assert "lw-temporal approvals approve|deny" in cause.message, cause.message
         assert len(await until_listed(dev_env, workflow_id)) == 1  # still waiting, undecided
         assert not (scratch / "deploy.log").exists()
+        request_id = line.split("  ")[1]
         code, _, err = await lw(
-            dev_env, "approvals", "approve", workflow_id, "a1", "--by", "carol", "--why", "go"
+            dev_env, "approvals", "approve", workflow_id, request_id, "--by", "carol", "--why", "go"
         )
         assert code == 0, err
         result = await handle.result()

@@ -2,7 +2,8 @@
 denied and one left to time out, each decision taken by the update and audited.
 
 Re-record after an intended, versioned change with ``LW_RECORD_HISTORIES=1 pytest
-tests/test_approvals_replay.py`` and commit ``tests/histories/approvals-planner.json``.
+tests/test_approvals_replay.py`` and commit ``tests/histories/approvals-planner-tagged.json``
+(``approvals-planner.json`` is the history of before tagged request ids, kept).
 """
 
 from __future__ import annotations
@@ -31,7 +32,12 @@ from lw_temporal._approvals._client import decide, list_approvals
 from lw_temporal.options import PrivacyOptions
 from lw_temporal.testing import ScriptedModel, running_worker, tool
 
-HISTORY = Path(__file__).parent / "histories" / "approvals-planner.json"
+HISTORIES = Path(__file__).parent / "histories"
+#: Recorded by today's code (request ids tagged, ``a1-3f9c2e``).
+HISTORY = HISTORIES / "approvals-planner-tagged.json"
+#: Recorded before the ``lw-approval-ids-tagged`` patch (ids ``a1``, ``a2``): running
+#: workflows of that time must keep replaying.
+UNTAGGED = HISTORIES / "approvals-planner.json"
 WORKFLOW_ID = "run_approved@recorded"
 DEFINITIONS = [
     Definition(
@@ -81,19 +87,26 @@ async def test_record_the_approvals_history(
             "lw.Planner", "go", id=WORKFLOW_ID, task_queue=task_queue, result_type=AgentResult
         )
         for _ in range(600):  # until all three calls of the reply wait
-            if len((await list_approvals(client, workflow_id=WORKFLOW_ID)).pending) == 3:
+            pending = (await list_approvals(client, workflow_id=WORKFLOW_ID)).pending
+            if len(pending) == 3:
                 break
             await asyncio.sleep(0.1)
-        await decide(client, WORKFLOW_ID, "a1", approve=True, by="carol", why="fine")
-        await decide(client, WORKFLOW_ID, "a2", approve=False, by="carol", why="not two")
+        first, second = pending[0].id, pending[1].id
+        await decide(client, WORKFLOW_ID, first, approve=True, by="carol", why="fine")
+        await decide(client, WORKFLOW_ID, second, approve=False, by="carol", why="not two")
         result = await handle.result()
         assert "timed out" in result.summary
         history = await handle.fetch_history()
     HISTORY.write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n")
 
 
-async def test_the_approvals_history_replays(tmp_path: Path) -> None:
-    history = WorkflowHistory.from_json(WORKFLOW_ID, HISTORY.read_text(encoding="utf-8"))
+def _history(path: Path) -> WorkflowHistory:
+    return WorkflowHistory.from_json(WORKFLOW_ID, path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("recorded", [HISTORY, UNTAGGED], ids=["tagged", "untagged"])
+async def test_the_approvals_history_replays(tmp_path: Path, recorded: Path) -> None:
+    history = _history(recorded)
     replayer = Replayer(workflows=[], plugins=[LittleWorkflowPlugin(tmp_path, DEFINITIONS)])
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, result.replay_failure

@@ -18,6 +18,7 @@ from urllib.parse import urlencode, urlsplit
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import AgentResult
+from lw_temporal._approvals._client import list_approvals
 from lw_temporal.dreaming import DreamInput, DreamStatus, wait_for_review
 from lw_temporal.ids import DataLayout
 from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef
@@ -94,18 +95,21 @@ async def test_the_review_page_decides_like_the_cli(
 
                 async def listed() -> bool:
                     await page.goto(origin + "/")
-                    return f"{shipper} · a1" in await page.text()
+                    return f"{shipper} · a2-" in await page.text()
 
                 await _until(listed, "the request on the page")
-                [cookie] = await page.cookies()
+                a1, a2 = (r.id for r in (await list_approvals(client, workflow_id=shipper)).pending)
+                # A page's cookie is named after its port (other pages' may be there too).
+                own = f"lw_review_{urlsplit(login).port}"
+                [cookie] = [c for c in await page.cookies() if c["name"] == own]
                 assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
                 text = await page.text()
-                assert f"{shipper} · a1 · bash" in text
+                assert f"{shipper} · {a1} · bash" in text
                 assert MARKUP in text  # agent-written markup is text, not elements
                 # A long command is shown cut, and whole from the run's conversation.
-                assert f"{shipper} · a2 · bash" in text
+                assert f"{shipper} · {a2} · bash" in text
                 assert "These arguments are cut for display" in text and HIDDEN not in text
-                details = f"section[id='req-{shipper}-a2'] details"
+                details = f"section[id='req-{shipper}-{a2}'] details"
                 whole = await page.evaluate(f'document.querySelector("{details}").textContent')
                 assert HIDDEN in whole and "its sha256 checked" in whole
                 assert (
@@ -115,7 +119,7 @@ async def test_the_review_page_decides_like_the_cli(
                 session = f"{cookie['name']}={cookie['value']}"
                 # A cross-site form with the cookie, and one without the form token, are refused.
                 csrf = await page.evaluate("document.querySelector('input[name=csrf]').value")
-                fields = {"workflow_id": shipper, "request_id": "a1", "decision": "approve",
+                fields = {"workflow_id": shipper, "request_id": a1, "decision": "approve",
                           "reviewer": "mallory", "csrf": csrf}  # fmt: skip
                 assert (
                     _post(
@@ -134,26 +138,26 @@ async def test_the_review_page_decides_like_the_cli(
                 )
                 await page.screenshot(shots / "ui-approvals.png")
                 await page.goto(f"{origin}/runs?id={shipper}")
-                assert "waiting for approval (bash a1)" in await page.text()
+                assert f"waiting for approval (bash {a1}" in await page.text()
                 await page.screenshot(shots / "ui-tree.png")
                 await page.goto(origin + "/")
 
                 # Approve from the page: the command runs once, audited with the reviewer.
-                card = f"section[id='req-{shipper}-a1']"
+                card = f"section[id='req-{shipper}-{a1}']"
                 await page.fill(f"{card} input[name=reviewer]", "carol")
                 await page.fill(f"{card} input[name=why]", "release 4.2")
                 await page.click(f"{card} button[value=approve]")
-                assert f"{shipper} a1: approved by carol" in await page.text()
-                card = f"section[id='req-{shipper}-a2']"
+                assert f"{shipper} {a1}: approved by carol" in await page.text()
+                card = f"section[id='req-{shipper}-{a2}']"
                 await page.fill(f"{card} input[name=reviewer]", "carol")
                 await page.fill(f"{card} input[name=why]", "what is that curl?")
                 await page.click(f"{card} button[value=deny]")
-                assert f"{shipper} a2: denied by carol" in await page.text()
+                assert f"{shipper} {a2}: denied by carol" in await page.text()
                 result = await shipped.result()
                 assert result.summary == "shipped"
                 scratch = layout.runs / shipper / "scratch"
                 assert (scratch / "deploy.log").read_text() == f"{MARKUP} deploy\n"
-                [record] = list((layout.state / "approvals").rglob("a1.json"))
+                [record] = list((layout.state / "approvals").rglob(f"{a1}.json"))
                 kept = json.loads(record.read_text())["record"]
                 assert (kept["outcome"], kept["by"], kept["why"]) == (
                     "approved",

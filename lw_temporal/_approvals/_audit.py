@@ -13,6 +13,7 @@ records (they hold the commands its agents wrote).
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -27,8 +28,8 @@ from ..errors._kinds import INVALID_REQUEST, lw_error
 from ..memory._fs import write_atomic
 from ._records import RECORD_ACTIVITY, ApprovalRecord, RecordRequest, RecordResult
 
-#: Records one listing reads at most (newest folders first is not knowable cheaply, so
-#: the first found); the count of the rest is reported.
+#: Records one listing reads at most: the newest written (by the files' times); the
+#: count of the rest is reported.
 READ_LIMIT = 2000
 
 
@@ -74,16 +75,16 @@ class ApprovalActivities:
 
 def recorded(layout: DataLayout, *, tree: str | None = None) -> tuple[list[ApprovalRecord], int]:
     """The decided requests recorded on this data dir (of one tree, or all), oldest
-    decision first, at most READ_LIMIT; and how many more there were."""
+    decision first: the newest READ_LIMIT files written; and how many more there were.
+    (Read in the order of their paths, a listing past the limit left out the newest
+    decisions of every run whose ID sorts late.)"""
     root = approval_records(layout)
     if tree is not None:
         root = root.joinpath(*parse_workflow_id(tree).segments)
     found: list[ApprovalRecord] = []
-    more = 0
-    for path in _json_files(root):
-        if len(found) >= READ_LIMIT:
-            more += 1
-            continue
+    files = sorted(_json_files(root), reverse=True)
+    more = max(len(files) - READ_LIMIT, 0)
+    for _, path in files[:READ_LIMIT]:
         try:
             kept = RecordRequest.model_validate(json.loads(path.read_bytes()))
         except (OSError, ValueError, ValidationError):
@@ -94,12 +95,17 @@ def recorded(layout: DataLayout, *, tree: str | None = None) -> tuple[list[Appro
     return found, more
 
 
-def _json_files(root: Path) -> Iterator[Path]:
+def _json_files(root: Path) -> Iterator[tuple[int, Path]]:
+    """Each record file under ``root`` with its modification time."""
     if not root.is_dir():
         return
-    for path in sorted(root.rglob("*.json")):
-        if path.is_file() and not path.is_symlink():
-            yield path
+    for path in root.rglob("*.json"):
+        try:
+            found = path.lstat()
+        except OSError:
+            continue
+        if stat.S_ISREG(found.st_mode):
+            yield found.st_mtime_ns, path
 
 
 @add_eraser

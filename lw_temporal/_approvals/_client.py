@@ -134,7 +134,7 @@ async def decide(
     except ValidationError as err:
         problems = "; ".join(e["msg"] for e in err.errors())
         raise ApprovalRefused(
-            f"request {request_id!r} of {workflow_id}: {problems} (request ids look like a1)"
+            f"request {request_id!r} of {workflow_id}: {problems} (request ids look like a1-3f9c2e)"
         ) from None
     handle = client.get_workflow_handle(workflow_id)
     try:

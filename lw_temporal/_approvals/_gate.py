@@ -37,7 +37,7 @@ from ._actions import actions_of
 from ._records import (
     DECIDE_UPDATE,
     RECORD_ACTIVITY,
-    REQUEST_PREFIX,
+    REQUEST_TAG_CHARS,
     REQUESTS_PER_REPLY,
     ApprovalBook,
     ApprovalDecision,
@@ -47,6 +47,7 @@ from ._records import (
     RecordRequest,
     RecordResult,
     shown_arguments,
+    split_request_id,
 )
 from ._rules import ApprovalRule, first_match
 
@@ -56,6 +57,9 @@ _RECORD_RETRY = RetryPolicy(
 #: Attempts of an approved call whose sandbox could not be set up: the command never
 #: started (the launcher reports before it execs), so another attempt cannot run it twice.
 ONCE_ATTEMPTS = 3
+#: Request ids carry a tag drawn from the workflow's seeded randomness (see
+#: ``_records.REQUEST_PREFIX``); histories recorded before it number untagged.
+TAGGED_IDS_PATCH = "lw-approval-ids-tagged"
 _T = TypeVar("_T")
 
 
@@ -163,8 +167,16 @@ class ApprovalGate:
         now = workflow.now()
         shown, cut, sha = shown_arguments(call.arguments)
         agent = self._agent
+        # Drawn, not derived from the run id: a reset run replays the events before its
+        # reset point with the same seed (so the ids its recorded decisions name come
+        # out the same) and is reseeded after it.
+        tag = (
+            f"{workflow.random().getrandbits(REQUEST_TAG_CHARS * 4):0{REQUEST_TAG_CHARS}x}"
+            if workflow.patched(TAGGED_IDS_PATCH)
+            else ""
+        )
         request = ApprovalRequest(
-            id=self.book.new_id(),
+            id=self.book.new_id(tag),
             workflow_id=workflow.info().workflow_id,
             role=self._role,
             definition_id=agent.definition_id if agent else None,
@@ -243,15 +255,18 @@ class ApprovalGate:
                     f"approval {request_id} of {here} was already decided: "
                     f"{done.outcome.value} by {done.by} at {done.decided_at:%Y-%m-%d %H:%M:%S}Z",
                 )
-            number = int(request_id.removeprefix(REQUEST_PREFIX))
-            if number < self.book.next_id:
+            number, tag = split_request_id(request_id)
+            kept = [r.id for r in self.book.pending] + [r.request.id for r in self.book.decided]
+            if number < self.book.next_id and not tag and not any("-" in i for i in kept):
                 raise lw_error(
                     APPROVAL_REFUSED, f"approval {request_id} of {here} was already decided"
                 )
             waiting = ", ".join(r.id for r in self.book.pending) or "none"
             raise lw_error(
                 APPROVAL_REFUSED,
-                f"no approval request {request_id} in {here} (pending: {waiting}); "
+                f"no approval request {request_id} in {here} (pending: {waiting}; a request "
+                "decided long ago, or opened by another run of this ID before a reset or "
+                "a retry, is not pending: ids are never reused); "
                 "see lw-temporal approvals list",
             )
         if workflow.now() >= request.deadline:
@@ -352,7 +367,7 @@ class Approvals:
             raise lw_error(
                 APPROVAL_REFUSED,
                 f"not a decision for {workflow.info().workflow_id} "
-                f'({decision.problem()}); send {{"request_id": "a1", "approve": '
+                f'({decision.problem()}); send {{"request_id": "a1-3f9c2e", "approve": '
                 'true or false, "by": NAME, "why": TEXT}, or use lw-temporal approvals '
                 "approve|deny",
             )

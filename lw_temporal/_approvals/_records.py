@@ -22,11 +22,17 @@ from .._base import FrozenModel
 from .._ids import Role
 
 #: The update that decides a request, the query-free audit activity, and the prefix of
-#: request ids (``a1``, ``a2``... per workflow, never reused across continue-as-new).
+#: request ids: ``a1-3f9c2e``, ``a2-0b71d4``..., numbered on across continue-as-new, each
+#: with a tag the workflow draws from its seeded randomness, which the server reseeds
+#: for a run that starts over from earlier state (a workflow reset, a retry): such a
+#: run never reuses an id an earlier run gave out, so a decision sent for the request
+#: a reviewer saw cannot reach another one, and each request's audit record is its
+#: own. (Runs recorded before the tag have ``a1``, ``a2``...)
 DECIDE_UPDATE = "lw.approvals.decide"
 RECORD_ACTIVITY = "lw.approvals.record"
 REQUEST_PREFIX = "a"
-REQUEST_ID_PATTERN = r"^a[1-9][0-9]{0,8}$"
+REQUEST_TAG_CHARS = 6
+REQUEST_ID_PATTERN = rf"^a[1-9][0-9]{{0,8}}(-[0-9a-f]{{{REQUEST_TAG_CHARS}}})?$"
 
 #: Characters of one string argument a request shows; keys of one call it keeps.
 ARGUMENT_CHARS = 4096
@@ -170,6 +176,12 @@ class RecordResult(FrozenModel):
     path: str
 
 
+def split_request_id(request_id: str) -> tuple[int, str]:
+    """The number and the tag (``""`` for an untagged id) of a valid request id."""
+    number, _, tag = request_id.removeprefix(REQUEST_PREFIX).partition("-")
+    return int(number), tag
+
+
 class ApprovalBook(BaseModel):
     """A run's approvals, carried across continue-as-new: the next id, the requests
     waiting, and the newest decisions."""
@@ -179,8 +191,8 @@ class ApprovalBook(BaseModel):
     decided: list[ApprovalRecord] = Field(default_factory=list)
     decided_count: int = 0
 
-    def new_id(self) -> str:
-        request_id = f"{REQUEST_PREFIX}{self.next_id}"
+    def new_id(self, tag: str = "") -> str:
+        request_id = f"{REQUEST_PREFIX}{self.next_id}" + (f"-{tag}" if tag else "")
         self.next_id += 1
         return request_id
 

@@ -49,7 +49,9 @@ def add_approvals(sub: Commands) -> None:
     ):
         decide = verbs.add_parser(verb, help=help_text)
         decide.add_argument("workflow_id", metavar="WORKFLOW_ID")
-        decide.add_argument("request_id", metavar="REQUEST_ID", help="e.g. a1 (see approvals list)")
+        decide.add_argument(
+            "request_id", metavar="REQUEST_ID", help="e.g. a1-3f9c2e (see approvals list)"
+        )
         decide.add_argument("--by", required=True, help="who decides (kept in the run's audit)")
         decide.add_argument(
             "--why", required=verb == "deny", default="", help="the reason, kept with the decision"
@@ -160,9 +162,15 @@ def _recorded(args: argparse.Namespace, live: list[ApprovalRecord]) -> list[Appr
         from .._ids import DataLayout
 
         layout = DataLayout.at(Path(args.data_dir))
-        kept, _ = recorded(layout, tree=args.workflow)
+        kept, more = recorded(layout, tree=args.workflow)
         for record in kept:
             found.setdefault((record.request.workflow_id, record.request.id), record)
+        if more:
+            say(
+                f"lw-temporal: {more} older recorded decisions are not listed (the newest "
+                f"{len(kept)} are); narrow it with --workflow",
+                err=True,
+            )
     return sorted(found.values(), key=lambda r: r.decided_at)
 
 

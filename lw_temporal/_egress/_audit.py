@@ -14,7 +14,10 @@ activity's tag), ``kind`` (``http``: a forwarded request; ``connect``: a tunnel;
 ``host``, ``port``, ``address`` (what the proxy connected to), ``decision``
 (``allowed``, ``refused``, ``failed``: allowed but unreachable), ``reason``,
 ``rule`` (the pattern that allowed it), ``bytes_sent``, ``bytes_received``,
-``seconds``.
+``seconds``, ``attempt`` (the command's how-many-th). A connection that is let through
+also gets an ``open`` line as it starts to relay, so a proxy killed while it was open
+(with its worker, by the OOM killer) still leaves a line naming it; :func:`records`
+drops an ``open`` line once the attempt's last line is there.
 """
 
 from __future__ import annotations
@@ -91,5 +94,16 @@ def records(local_state: Path, workflow_id: str | None = None) -> Iterator[dict[
                 workflow_id is None or record.get("workflow_id") == workflow_id
             ):
                 found.append(record)
+    ended = {_attempt_key(r) for r in found if r.get("decision") != "open"}
+    found = [r for r in found if r.get("decision") != "open" or _attempt_key(r) not in ended]
     found.sort(key=lambda r: str(r.get("time", "")))
     yield from found
+
+
+def _attempt_key(record: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (
+        str(record.get("workflow_id")),
+        str(record.get("run_id")),
+        str(record.get("command")),
+        str(record.get("attempt")),
+    )

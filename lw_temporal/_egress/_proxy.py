@@ -49,6 +49,8 @@ from ._stream import Stream
 
 #: Message kinds on a command's socket pair (the broker's side is ``_netbroker``).
 CONNECTION, DIRECT = b"c", b"d"
+#: Why an ``open`` line that no last line followed is all the log has.
+OPEN_REASON = "connected; no end recorded: the egress proxy ended first (bytes not counted)"
 #: How many hosts and notices a result lists.
 MAX_LISTED = 20
 _LABELS = {"http": "request", "connect": "CONNECT"}
@@ -127,7 +129,7 @@ class Session(Relay):
     async def _serve(self, sock: socket.socket, ordinal: int) -> None:
         """One connection, the command's ``ordinal``-th attempt: past the limit it is
         refused before its request is read, so it holds none of the proxy's memory."""
-        attempt = Attempt()
+        attempt = Attempt(ordinal=ordinal)
         client = Stream(sock)
         upstream: Stream | None = None
         try:
@@ -143,6 +145,7 @@ class Session(Relay):
                 target = _http.connect_target(head)
                 host = self._check(attempt, target.host, target.port)
                 upstream = await self._open(attempt, host, target.port)
+                self._opened(attempt)
                 await client.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 await asyncio.wait_for(
                     self._tunnel(attempt, host, client, upstream), self.config.max_seconds
@@ -165,6 +168,7 @@ class Session(Relay):
                         )
                 _http.body_length(head)  # a body whose end is unclear never goes on
                 upstream = await self._open(attempt, host, target.port)
+                self._opened(attempt)
                 value = str(host) if target.port == 80 else f"{host}:{target.port}"
                 forwarded = _http.forwarded_head(head, target, value)
                 await self._send(attempt, upstream, forwarded, received=False)
@@ -312,6 +316,16 @@ class Session(Relay):
             self.notices.append(text)
         else:
             self.notices_omitted += 1
+
+    def _opened(self, attempt: Attempt) -> None:
+        """An ``open`` line as a connection starts to relay: its last line comes when it
+        ends, which a proxy that is killed (with its worker, or by the OOM killer)
+        never writes, and the log must still name what the command reached."""
+        if self.logged < self.config.max_log_lines:
+            with contextlib.suppress(OSError):
+                self.log.write(
+                    {**attempt.record(self.config), "decision": "open", "reason": OPEN_REASON}
+                )
 
     def _finish(self, attempt: Attempt) -> None:
         if attempt.decision == "allowed":

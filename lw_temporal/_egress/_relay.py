@@ -81,6 +81,9 @@ class Attempt:
     rule: str = ""
     bytes_sent: int = 0
     bytes_received: int = 0
+    #: The command's how-many-th attempt: an ``open`` line and the attempt's last line
+    #: share it (see ``_audit.records``).
+    ordinal: int = 0
     started: float = field(default_factory=time.monotonic)
 
     def record(self, config: SessionConfig) -> dict[str, Any]:
@@ -99,6 +102,7 @@ class Attempt:
             "bytes_sent": self.bytes_sent,
             "bytes_received": self.bytes_received,
             "seconds": round(time.monotonic() - self.started, 4),
+            "attempt": self.ordinal,
         }
 
 
@@ -188,6 +192,9 @@ class Relay:
                 "TLS (send plain http:// requests to the proxy as they are)",
             )
             raise OSError("not TLS") from None
+        except _tls.HiddenName as err:
+            self._refuse(attempt, f"TLS to {host}:{attempt.port}: {err}")
+            raise OSError("hidden server name") from None
         except ValueError as err:
             self._refuse(attempt, f"TLS to {host}: the ClientHello cannot be read ({err})")
             raise OSError("bad ClientHello") from None

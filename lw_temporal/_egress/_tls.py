@@ -14,6 +14,14 @@ import struct
 #: The most bytes of handshake the proxy collects to find the name.
 MAX_HELLO = 64 * 1024
 _HANDSHAKE, _CLIENT_HELLO, _SERVER_NAME, _HOST_NAME = 0x16, 0x01, 0x0000, 0x00
+#: Extensions that carry a server name the proxy cannot read: Encrypted Client Hello
+#: (RFC 9849; its outer name may be the allowed one, the inner one, which a shared
+#: front end serves, anything) and the draft encrypted SNI before it.
+_HIDDEN_NAMES = {0xFE0D: "Encrypted Client Hello", 0xFFCE: "encrypted SNI"}
+
+
+class HiddenName(ValueError):
+    """A ClientHello whose real server name is encrypted: refused, saying so."""
 
 
 class NotTLS(ValueError):
@@ -55,7 +63,9 @@ def hello_length(data: bytes) -> int | None:
 def server_name(records: bytes) -> str | None:
     """The host name of the ``server_name`` extension of the ClientHello in
     ``records`` (as :func:`hello_length` measured them), None when it has none.
-    ``ValueError`` for a malformed hello."""
+    ``ValueError`` for a malformed hello, and for one a server could read another name
+    from than the proxy: an extension twice, a list of more than one name;
+    :class:`HiddenName` for an encrypted one."""
     handshake = b""
     offset = 0
     while offset + 5 <= len(records):
@@ -74,26 +84,41 @@ def server_name(records: bytes) -> str | None:
         at += 2
         if end > len(body):
             raise ValueError("the extensions run past the ClientHello")
+        seen: set[int] = set()
+        name: str | None = None
         while at + 4 <= end:
             kind, size = struct.unpack_from("!HH", body, at)
             at += 4
+            if kind in seen:
+                raise ValueError(f"the ClientHello has extension {kind} twice")
+            seen.add(kind)
+            if kind in _HIDDEN_NAMES:
+                raise HiddenName(
+                    f"the ClientHello hides the server name it asks for ({_HIDDEN_NAMES[kind]}), "
+                    "which the proxy cannot check against the tunnel's: turn it off in the client"
+                )
             if kind == _SERVER_NAME:
-                return _host_name(body[at : at + size])
+                name = _host_name(body[at : at + size])
             at += size
     except IndexError:
         raise ValueError("the ClientHello is cut short") from None
-    return None
+    return name
 
 
 def _host_name(extension: bytes) -> str | None:
     at = 2  # the list's length
+    found: str | None = None
     while at + 3 <= len(extension):
         kind, size = extension[at], int.from_bytes(extension[at + 1 : at + 3], "big")
         at += 3
         if kind == _HOST_NAME:
+            if found is not None:
+                # RFC 6066 allows one name of a type; a server taking another than the
+                # first would be told a name the proxy never checked.
+                raise ValueError("the server_name extension lists more than one host name")
             name = extension[at : at + size]
             if len(name) != size:
                 raise ValueError("the server name is cut short")
-            return name.decode("ascii", "replace")
+            found = name.decode("ascii", "replace")
         at += size
-    return None
+    return found

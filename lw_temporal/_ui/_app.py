@@ -38,6 +38,7 @@ from ._guard import SECURITY_HEADERS, Guard, Refused, Viewer
 from ._views import (
     AUDIT_SHOWN,
     LISTED,
+    PENDING_SHOWN,
     SHOWN_BYTES,
     diff_lines,
     dream_files,
@@ -124,15 +125,16 @@ def build_app(review: Review) -> Starlette:
     async def approvals(request: Request, viewer: Viewer, error: str = "") -> Response:
         listing = await list_approvals(review.client)
         decided, _ = recorded(review.stores.layout)
+        pending = listing.pending[:PENDING_SHOWN]
         whole = {
             (r.workflow_id, r.id): whole_arguments(review.stores, r)
-            for r in listing.pending
+            for r in pending
             if r.arguments_cut
         }
         book = TaintBook(review.stores.layout)
         tainted = {
             r.workflow_id: found.line()
-            for r in listing.pending
+            for r in pending
             if (found := book.status(r.workflow_id, materialize=False)) is not None
         }
         return render(
@@ -141,6 +143,8 @@ def build_app(review: Review) -> Starlette:
             viewer,
             status=409 if error else 200,
             listing=listing,
+            pending=pending,
+            hidden=len(listing.pending) - len(pending),
             whole=whole,
             tainted=tainted,
             decided=list(reversed(decided))[:50],

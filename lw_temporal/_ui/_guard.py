@@ -27,7 +27,18 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
+#: The session cookie's name; a page names its own after its port (``lw_review_8765``):
+#: a browser keeps cookies per host, not per port, so two pages on one host (two
+#: deployments, or a page restarted on another port) would otherwise overwrite each
+#: other's session and sign each other's reviewers out.
 COOKIE = "lw_review"
+
+
+def cookie_name(port: int) -> str:
+    """The session cookie of the page on ``port``."""
+    return f"{COOKIE}_{port}"
+
+
 #: How long a session lasts, and how many the page keeps at once.
 SESSION_SECONDS = 12 * 3600
 MAX_SESSIONS = 1000
@@ -81,6 +92,7 @@ class Guard:
     sessions: dict[str, float] = field(default_factory=dict)
     #: The reviewer name each session last gave, to fill the next form with.
     names: dict[str, str] = field(default_factory=dict)
+    cookie: str = COOKIE
 
     @property
     def hosts(self) -> frozenset[str]:
@@ -105,7 +117,7 @@ class Guard:
             if not hmac.compare_digest(given.encode(), self.token.encode()):
                 raise Refused(401, NOT_SIGNED_IN)
             return self._sign_in(request)
-        session = request.cookies.get(COOKIE, "")
+        session = request.cookies.get(self.cookie, "")
         started = self.sessions.get(session)
         if started is None or time.monotonic() - started > SESSION_SECONDS:
             self.sessions.pop(session, None)
@@ -124,7 +136,12 @@ class Guard:
         target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
         response = RedirectResponse(target, status_code=303)
         response.set_cookie(
-            COOKIE, session, httponly=True, samesite="strict", path="/", max_age=SESSION_SECONDS
+            self.cookie,
+            session,
+            httponly=True,
+            samesite="strict",
+            path="/",
+            max_age=SESSION_SECONDS,
         )
         return response
 

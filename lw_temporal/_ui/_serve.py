@@ -12,7 +12,7 @@ from temporalio.client import Client
 from .._listen import is_loopback, split_listen
 from ..memory._stores import MemoryStores
 from ._app import Review, build_app
-from ._guard import Guard
+from ._guard import Guard, cookie_name
 
 
 class ListenRefused(Exception):
@@ -61,7 +61,11 @@ async def serve(
         )
     sock = bind(host, port)
     port = sock.getsockname()[1]
-    guard = Guard(origins=origins_for(host, port, origins), proxy_header=proxy_header)
+    guard = Guard(
+        origins=origins_for(host, port, origins),
+        proxy_header=proxy_header,
+        cookie=cookie_name(port),
+    )
     app = build_app(Review(client=client, stores=stores, guard=guard))
     shown = f"[{host}]" if ":" in host else host
     if announce:

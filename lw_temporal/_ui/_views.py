@@ -28,6 +28,10 @@ AUDIT_SHOWN = 200
 RUNS_SHOWN = 200
 #: Held run-and-store changes one quarantine page shows (the oldest first).
 HELD_SHOWN = 50
+#: Pending approval requests the approvals page shows (the oldest first; the rest are
+#: counted): up to 500 running workflows of up to 50 requests each would otherwise make
+#: one page of tens of thousands of forms, each reading its run's conversation.
+PENDING_SHOWN = 100
 #: Manifests read to find the newest runs.
 RUNS_READ = 5000
 
