@@ -15,21 +15,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from pathlib import Path
 
-from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
-from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
-from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import AgentResult, ApprovalRule, ModelRequest, Role, ToolCall
 from lw_temporal import WorkflowDefinition as Definition
-from lw_temporal._approvals import ApprovalRequest
-from lw_temporal._approvals._client import ApprovalRefused, decide, list_approvals
+from lw_temporal._approvals._client import ApprovalRefused, decide
 from lw_temporal.ids import DataLayout
 from lw_temporal.testing import ScriptedModel, running_worker, tool
+
+from ._reset_support import pending as _pending
+from ._reset_support import reset as _reset
 
 
 def _told(request: ModelRequest) -> list[ToolCall]:
@@ -39,33 +37,6 @@ def _told(request: ModelRequest) -> list[ToolCall]:
 DEFINITIONS = [Definition(id="again", approvals=(ApprovalRule(tool="bash", command="deploy"),))]
 DEPLOY = tool("bash", command="echo deploy >> /mnt/scratch/own/ran")
 MODEL = ScriptedModel({("again", Role.PLANNER): [[DEPLOY], _told]})
-
-
-async def _pending(client: Client, workflow_id: str, run_id: str) -> ApprovalRequest:
-    for _ in range(600):
-        listing = await list_approvals(client, workflow_id=workflow_id)
-        progress = await client.get_workflow_handle(workflow_id).describe()
-        if listing.pending and progress.run_id == run_id:
-            [request] = listing.pending
-            return request
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"run {run_id} of {workflow_id} never had a pending request")
-
-
-async def _reset(client: Client, handle: WorkflowHandle[object, AgentResult], after: int) -> str:
-    """Reset the run to the end of the workflow task that ended at event ``after``."""
-    response = await client.workflow_service.reset_workflow_execution(
-        ResetWorkflowExecutionRequest(
-            namespace=client.namespace,
-            workflow_execution=WorkflowExecution(
-                workflow_id=handle.id, run_id=handle.result_run_id or ""
-            ),
-            reason="test",
-            workflow_task_finish_event_id=after,
-            request_id=str(uuid.uuid4()),
-        )
-    )
-    return response.run_id
 
 
 def _records(data_dir: Path) -> dict[str, dict[str, object]]:

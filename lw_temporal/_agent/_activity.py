@@ -309,7 +309,14 @@ class ModelActivities:
         folder = self.conversations.folder(scope.agent_id.segments, turn.conversation)
         if turn.rebuild is not None:
             self.conversations.rebuild(folder, turn.task, turn.rebuild, turn.turn)
+        run_id = activity.info().workflow_run_id
         done = self.conversations.get(folder, turn.turn)
+        if done is not None and done.run_id not in (None, run_id):
+            # Another run of the chain asked this turn (a continue-as-new never asks a
+            # turn again): the workflow was reset, or retried, to before it, and what it
+            # was answered belongs to the branch left behind. Ask anew.
+            self.conversations.drop_from(folder, turn.turn)
+            done = None
         if done is not None:
             # An earlier attempt (or another worker) already asked the model: same answer.
             return done.reply
@@ -346,6 +353,7 @@ class ModelActivities:
             task=request.task if turn.turn == 0 else "",
             results=turn.results,
             reply=reply,
+            run_id=run_id,
         )
         return self.conversations.put(folder, record).reply
 

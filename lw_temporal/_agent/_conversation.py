@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,9 @@ class TurnRecord(BaseModel):
     task: str = ""
     results: list[ToolResult] = Field(default_factory=list)
     reply: ModelResponse
+    #: The workflow run that asked the model (``None``: written from the workflow's
+    #: own history, or before runs were recorded).
+    run_id: str | None = None
 
 
 class Summary(BaseModel):
@@ -69,6 +73,8 @@ class ConversationStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._cache: OrderedDict[Path, list[TurnRecord]] = OrderedDict()
+        #: The branch (:meth:`drop_from`) each cached conversation was read on.
+        self._branches: dict[Path, str] = {}
         self._summaries: dict[Path, list[Summary]] = {}
 
     def folder(self, segments: Sequence[str], conversation: str) -> Path:
@@ -77,8 +83,18 @@ class ConversationStore:
     def _file(self, folder: Path, turn: int) -> Path:
         return folder / f"turn-{turn:06d}.json"
 
-    def get(self, folder: Path, turn: int) -> TurnRecord | None:
+    def _cached(self, folder: Path) -> list[TurnRecord] | None:
+        """The cached turns, unless a reset made another branch of them since (in any
+        process: one look for the folder's branch mark)."""
         cached = self._cache.get(folder)
+        if cached is not None and self._branches.get(folder, "") != _branch_of(folder):
+            self._cache.pop(folder, None)
+            self._summaries.pop(folder, None)
+            return None
+        return cached
+
+    def get(self, folder: Path, turn: int) -> TurnRecord | None:
+        cached = self._cached(folder)
         if cached is not None and turn < len(cached):
             return cached[turn]
         try:
@@ -89,13 +105,15 @@ class ConversationStore:
 
     def load(self, folder: Path, upto: int) -> list[TurnRecord]:
         """Turns ``0..upto-1``; raises ConversationMissing naming the first absent one."""
-        records = list(self._cache.get(folder, []))[:upto]
+        branch = _branch_of(folder)
+        records = list(self._cached(folder) or [])[:upto]
         for turn in range(len(records), upto):
             record = self.get(folder, turn)
             if record is None or record.turn != turn:
                 raise ConversationMissing(turn)
             records.append(record)
         self._remember(folder, records)
+        self._branches[folder] = branch
         return records
 
     def put(self, folder: Path, record: TurnRecord) -> TurnRecord:
@@ -108,8 +126,25 @@ class ConversationStore:
             _write_once(target, record.model_dump_json().encode(), replace=True)  # damaged
         return record
 
+    def drop_from(self, folder: Path, turn: int) -> None:
+        """Forget the turns from ``turn`` on, and the summaries made at them: another
+        run of the conversation's chain asked them, and this run starts over from
+        before them (a reset), so they belong to a branch it abandoned."""
+        self._cache.pop(folder, None)
+        self._summaries.pop(folder, None)
+        # other processes' caches see the new branch mark and read the files again
+        _write_once(folder / _BRANCH, uuid.uuid4().hex.encode(), replace=True)
+        with contextlib.suppress(FileNotFoundError):
+            for entry in os.scandir(folder):
+                name, _, number = entry.name.removesuffix(".json").partition("-")
+                if name in ("turn", "summary") and number.isdigit() and int(number) >= turn:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.path)
+
     def summary(self, folder: Path, turn: int) -> Summary | None:
         """The newest summary made at or before ``turn`` (compaction), if any."""
+        if self._branches.get(folder, "") != _branch_of(folder):
+            self._summaries.pop(folder, None)
         cached = self._summaries.get(folder)
         if cached is None:
             cached = []
@@ -161,6 +196,17 @@ class ConversationStore:
             results = previous.results if previous is not None and exchange is not None else []
             self.put(folder, TurnRecord(turn=turn, task=task if turn == 0 else "", results=results,
                                         reply=reply))  # fmt: skip
+
+
+#: A conversation folder's branch mark, written when a reset drops turns.
+_BRANCH = "branch"
+
+
+def _branch_of(folder: Path) -> str:
+    try:
+        return (folder / _BRANCH).read_text()
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        return ""
 
 
 def _write_once(target: Path, data: bytes, *, replace: bool = False) -> bool:

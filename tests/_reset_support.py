@@ -1,0 +1,42 @@
+"""Resetting a run in tests: wait for its pending approval request, reset it to the end
+of a workflow task."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
+from temporalio.client import Client, WorkflowHandle
+
+from lw_temporal import AgentResult
+from lw_temporal._approvals import ApprovalRequest
+from lw_temporal._approvals._client import list_approvals
+
+
+async def pending(client: Client, workflow_id: str, run_id: str) -> ApprovalRequest:
+    for _ in range(600):
+        listing = await list_approvals(client, workflow_id=workflow_id)
+        progress = await client.get_workflow_handle(workflow_id).describe()
+        if listing.pending and progress.run_id == run_id:
+            [request] = listing.pending
+            return request
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"run {run_id} of {workflow_id} never had a pending request")
+
+
+async def reset(client: Client, handle: WorkflowHandle[object, AgentResult], after: int) -> str:
+    """Reset the run to the end of the workflow task that ended at event ``after``."""
+    response = await client.workflow_service.reset_workflow_execution(
+        ResetWorkflowExecutionRequest(
+            namespace=client.namespace,
+            workflow_execution=WorkflowExecution(
+                workflow_id=handle.id, run_id=handle.result_run_id or ""
+            ),
+            reason="test",
+            workflow_task_finish_event_id=after,
+            request_id=str(uuid.uuid4()),
+        )
+    )
+    return response.run_id
