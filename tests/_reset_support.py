@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Sequence
 
 from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowHandle
 
@@ -40,3 +43,10 @@ async def reset(client: Client, handle: WorkflowHandle[object, AgentResult], aft
         )
     )
     return response.run_id
+
+
+def task_ends(events: Sequence[HistoryEvent]) -> list[int]:
+    """The event ids of a history's completed workflow tasks (the points a reset goes to)."""
+    return [
+        e.event_id for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+    ]

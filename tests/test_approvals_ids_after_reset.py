@@ -28,6 +28,7 @@ from lw_temporal.testing import ScriptedModel, running_worker, tool
 
 from ._reset_support import pending as _pending
 from ._reset_support import reset as _reset
+from ._reset_support import task_ends
 
 
 def _told(request: ModelRequest) -> list[ToolCall]:
@@ -62,11 +63,7 @@ async def test_a_reset_run_opens_a_request_of_its_own(
         await decide(client, workflow_id, first.id, approve=True, by="carol", why="go")
         assert (await handle.result()).summary.startswith("exit code 0")
         events = (await handle.fetch_history()).events
-        completed = [
-            e.event_id
-            for e in events
-            if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
-        ]
+        completed = task_ends(events)
         bash = next(
             e.event_id
             for e in events

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal import AgentResult, ApprovalRule, ModelRequest, Role, ToolCall
@@ -17,7 +16,7 @@ from lw_temporal import WorkflowDefinition as Definition
 from lw_temporal._approvals._client import decide
 from lw_temporal.testing import ScriptedModel, running_worker, tool
 
-from ._reset_support import pending, reset
+from ._reset_support import pending, reset, task_ends
 
 DEFINITIONS = [Definition(id="branch", approvals=(ApprovalRule(tool="bash", command="deploy"),))]
 asked: list[str] = []
@@ -49,11 +48,7 @@ async def test_a_reset_run_is_answered_on_its_own_branch(
         await decide(client, workflow_id, first.id, approve=True, by="carol", why="go")
         assert (await handle.result()).summary.startswith("exit code 0")
         events = (await handle.fetch_history()).events
-        completed = [
-            e.event_id
-            for e in events
-            if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
-        ]
+        completed = task_ends(events)
         run = await reset(client, handle, completed[0])
         second = await pending(client, workflow_id, run)
         await decide(client, workflow_id, second.id, approve=False, by="dana", why="not again")
