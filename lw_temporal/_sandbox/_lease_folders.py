@@ -64,15 +64,18 @@ def ensure_folder(folder: Path, uid: int, gid: int, mode: int = 0o750) -> None:
         os.close(fd)
 
 
-def has_processes(uid: int) -> bool:
-    """Whether a process of this host (its pid namespace) has ``uid`` as its real,
-    effective, saved or filesystem uid (every ``/proc/<pid>/status`` read with one
-    ``open`` and one ``read``: each new agent of a busy host looks through them all)."""
+def has_processes(number: int) -> bool:
+    """Whether a process of this host (its pid namespace) holds ``number`` as its real,
+    effective, saved or filesystem uid or gid, or as a supplementary group: an agent's
+    number is its uid and gid, a store's the group of its root, which every agent that
+    mounts the store holds (every ``/proc/<pid>/status`` read with one ``open`` and,
+    unless its groups run past the first read, one ``read``: each new agent of a busy
+    host looks through them all)."""
     try:
         names = os.listdir("/proc")
     except OSError:
         return False
-    wanted = str(uid).encode()
+    wanted = str(number).encode()
     for name in names:
         if not name.isdigit():
             continue
@@ -81,12 +84,33 @@ def has_processes(uid: int) -> bool:
         except OSError:
             continue
         try:
-            status = os.read(fd, 4096)
+            status = _status_head(fd)
         except OSError:
             continue
         finally:
             os.close(fd)
-        start = status.find(b"\nUid:")
-        if start >= 0 and wanted in status[start + 5 : status.find(b"\n", start + 5)].split():
+        if any(wanted in _field(status, line) for line in (b"\nUid:", b"\nGid:", b"\nGroups:")):
             return True
     return False
+
+
+def _status_head(fd: int) -> bytes:
+    """A status file up to the end of its ``Groups`` line (which comes after the
+    ``Uid`` and ``Gid`` lines)."""
+    status = os.read(fd, 4096)
+    while True:
+        start = status.find(b"\nGroups:")
+        if start >= 0 and status.find(b"\n", start + 1) >= 0:
+            return status
+        more = os.read(fd, 65536)
+        if not more:
+            return status
+        status += more
+
+
+def _field(status: bytes, line: bytes) -> list[bytes]:
+    start = status.find(line)
+    if start < 0:
+        return []
+    end = status.find(b"\n", start + len(line))
+    return status[start + len(line) : None if end < 0 else end].split()
