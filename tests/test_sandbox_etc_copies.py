@@ -20,7 +20,9 @@ from lw_temporal._sandbox._rootfiles import RootFiles
 from lw_temporal._scope import Mount
 
 WORKER = ("run_cr@1/steps/step_1", "lw.Worker")
-FILES = [p for p in SYSTEM_VIEW.etc_files if os.path.isfile(p) and os.stat(p).st_mode & 0o004]
+FILES = [
+    p for p in SYSTEM_VIEW.etc_files if os.path.isfile(p) and os.stat(p).st_mode & 0o444 == 0o444
+]
 FOLDERS = [p for p in SYSTEM_VIEW.etc_files if os.path.isdir(p)]
 SUMS = {p: hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in FILES}
 

@@ -69,37 +69,41 @@ def ensure_folder(folder: Path, uid: int, gid: int, mode: int = 0o750) -> None:
         os.close(fd)
 
 
-def has_processes(uid: int) -> bool:
-    """Whether a process of this host (its pid namespace) has ``uid`` as its real,
-    effective, saved or filesystem uid (a fresh look through ``/proc``)."""
-    return uid in _scan()
+def has_processes(number: int) -> bool:
+    """Whether a process of this host (its pid namespace) holds ``number`` as its real,
+    effective, saved or filesystem uid or gid, or as a supplementary group: an agent's
+    number is its uid and gid, a store's the group of its root, which every agent that
+    mounts the store holds (a fresh look through ``/proc``)."""
+    return number in _scan()
 
 
-def may_have_processes(uid: int, ended: float) -> bool:
+def may_have_processes(number: int, ended: float) -> bool:
     """:func:`has_processes` for a number nobody has leased since ``ended`` (the latest
     end, by this host's clock, of every lease of it this host's tables know of).
 
-    Once its leases have ended, no process can take ``uid`` any more but a child of a
-    process that already has it (root never switches to a number it holds no lease
+    Once its leases have ended, no process can take ``number`` any more but a child of
+    a process that already has it (root never switches to a number it holds no lease
     of), so a look that began after ``ended`` and found none still holds: such a look
     at most :data:`SCAN_REUSE` old answers, as each new agent of a fan-out would
     otherwise read every ``/proc/<pid>/status`` of the host again. A number it finds
     in use is looked for afresh (its process may have ended since)."""
     last = _last
     if last is None or last[0] <= ended or not 0 <= time.time() - last[0] <= SCAN_REUSE:
-        return has_processes(uid)
-    return uid in last[1] and has_processes(uid)
+        return has_processes(number)
+    return number in last[1] and has_processes(number)
 
 
-#: (when the last full look began, every uid it found), for :func:`may_have_processes`.
+#: (when the last full look began, every number it found), for :func:`may_have_processes`.
 _last: tuple[float, frozenset[int]] | None = None
 _scan_lock = threading.Lock()
+_HELD = (b"\nUid:", b"\nGid:", b"\nGroups:")
 
 
 def _scan() -> frozenset[int]:
-    """Every uid (real, effective, saved or filesystem) of this host's processes, read
-    with one ``open`` and one ``read`` of each ``/proc/<pid>/status`` (none when
-    ``/proc`` cannot be listed); remembered as the last look."""
+    """Every uid, gid (real, effective, saved or filesystem) and supplementary group of
+    this host's processes, read with one ``open`` and, unless its groups run past the
+    first read, one ``read`` of each ``/proc/<pid>/status`` (none when ``/proc`` cannot
+    be listed); remembered as the last look."""
     global _last
     began = time.time()
     try:
@@ -115,16 +119,37 @@ def _scan() -> frozenset[int]:
         except OSError:
             continue
         try:
-            status = os.read(fd, 4096)
+            status = _status_head(fd)
         except OSError:
             continue
         finally:
             os.close(fd)
-        start = status.find(b"\nUid:")
-        if start >= 0:
-            found.update(map(int, status[start + 5 : status.find(b"\n", start + 5)].split()))
-    uids = frozenset(found)
+        for line in _HELD:
+            found.update(map(int, _field(status, line)))
+    numbers = frozenset(found)
     with _scan_lock:
         if _last is None or _last[0] < began:
-            _last = (began, uids)
-    return uids
+            _last = (began, numbers)
+    return numbers
+
+
+def _status_head(fd: int) -> bytes:
+    """A status file up to the end of its ``Groups`` line (which comes after the
+    ``Uid`` and ``Gid`` lines)."""
+    status = os.read(fd, 4096)
+    while True:
+        start = status.find(b"\nGroups:")
+        if start >= 0 and status.find(b"\n", start + 1) >= 0:
+            return status
+        more = os.read(fd, 65536)
+        if not more:
+            return status
+        status += more
+
+
+def _field(status: bytes, line: bytes) -> list[bytes]:
+    start = status.find(line)
+    if start < 0:
+        return []
+    end = status.find(b"\n", start + len(line))
+    return status[start + len(line) : None if end < 0 else end].split()

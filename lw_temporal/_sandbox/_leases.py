@@ -29,7 +29,8 @@ scratch it reads, the stores it mounts) until after its timeout plus
 what it leased in memory and renews it on disk at most every half grace.
 
 A number whose lease ended may go to another key, but first its old folder stops
-being its (:mod:`._lease_folders`) and no process of that uid may be left. Tables of
+being its (:mod:`._lease_folders`) and no process may hold it as a uid, a gid or a
+supplementary group (an agent's command holds the group of each store it mounts). Tables of
 other roots on the same host see each other's numbers through
 ``/run/lw-temporal/ids/<n>`` (the table that last took it) and take a number only when
 that table's lease of it has ended, re-owning its folder the same way. A worker that

@@ -8,12 +8,16 @@ generated account files, from sealed in-memory copies the worker keeps: same byt
 shown read-only (the root is remounted read-only, and a command has no capability,
 mount call or nested namespace to change that).
 
-A copy is only ever of what the command could read through the bind: a file
-readable by others, behind folders others may search (a file only root or a group
-may read stays a bind, its permissions checked as before). Before each command one
-``stat`` per entry (and per folder above them) tells whether the host changed it
-since it was read; a changed, appeared or vanished file is read (or dropped) again,
-so a command sees the host's file as it is when the command starts. Folders stay
+A copy is only ever of what the command could read through the bind, which bwrap
+makes (and the command reads) as the command's uid, while the worker reads the copy
+as root: a file every class may read (owner, group, others), with no access ACL,
+whose lookup (the folders of every link's target included) passes only folders every
+class may search and that have no ACL either. Anything else (a file only root or a
+group may read, one behind a private folder or a link into one) stays a bind, its
+permissions checked as before. Before each command one ``stat`` per entry (and one
+look per folder and link on its way) tells whether the host changed it since it was
+read; a changed, appeared or vanished file is read (or dropped) again, so a command
+sees the host's file as it is when the command starts. Folders stay
 binds: a copy of one would have to look at every entry in it before each command,
 which costs about what its bind does.
 """
@@ -26,7 +30,7 @@ import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: Larger files stay binds (a copy is charged to each command's memory).
 _COPY_MAX = 1 << 20
@@ -65,47 +69,132 @@ class _Entry:
     missing: bool = False
 
 
-def _parents(path: str) -> list[str]:
-    parts = path.split("/")[1:-1]
-    return ["/" + "/".join(parts[:i]) for i in range(len(parts) + 1)]
-
-
 def _own(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _key(path: str, folders_seen: dict[str, tuple[int, ...]]) -> tuple[_Key, os.stat_result | None]:
-    """The stat key of ``path`` (following links, as bwrap's bind does) and its
-    folders (each looked at once per command: ``folders_seen``); ``None`` for the
-    result when it does not exist."""
-    folders: list[tuple[int, ...]] = []
-    for folder in _parents(path):
-        seen = folders_seen.get(folder)
-        if seen is None:
+def _folder(st: os.stat_result) -> tuple[int, ...]:
+    # ctime: an ACL given to the folder (or its owner or mode changed) shows there.
+    return (st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_gid, st.st_ctime_ns)
+
+
+_GONE: tuple[int, ...] = (-1,)
+
+
+@dataclass(slots=True)
+class _Seen:
+    """What one command's look at the entries found (each path looked at once)."""
+
+    stats: dict[str, os.stat_result | None] = field(default_factory=dict)
+    folders: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    links: dict[str, str] = field(default_factory=dict)
+
+    def lstat(self, path: str) -> os.stat_result | None:
+        try:
+            return self.stats[path]
+        except KeyError:
+            pass
+        try:
+            found: os.stat_result | None = os.lstat(path)
+        except OSError:
+            found = None
+        self.stats[path] = found
+        return found
+
+    def folder(self, path: str, st: os.stat_result) -> tuple[int, ...]:
+        found = self.folders.get(path)
+        if found is None:
+            found = self.folders[path] = _folder(st)
+        return found
+
+    def link(self, path: str) -> str:
+        found = self.links.get(path)
+        if found is None:
             try:
-                st = os.stat(folder)
-                seen = (st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_gid)
+                found = os.readlink(path)
             except OSError:
-                seen = (-1,)
-            folders_seen[folder] = seen
-        if seen == (-1,):
-            return ((-1,),), None
-        folders.append(seen)
+                found = ""
+            self.links[path] = found
+        return found
+
+
+def _resolve(path: str, seen: _Seen) -> tuple[list[tuple[int, ...]], os.stat_result | None, str]:
+    """Every folder a lookup of ``path`` searches, links followed as the kernel follows
+    them (the folders of each link's target included: the command's uid must be able to
+    search them for its bind to be made), the stat of what it resolves to (``None``: it
+    does not exist, or its links loop) and that path. One ``lstat`` per entry and per
+    folder on its way (once per command); a ``readlink`` only where a link is."""
+    folders: list[tuple[int, ...]] = []
+    parts = path.split("/")[::-1]
+    current = "/"
+    st = seen.lstat(current)
+    hops = 0
+    while parts:
+        name = parts.pop()
+        if name in ("", "."):
+            continue
+        if st is None or not stat.S_ISDIR(st.st_mode):
+            return [*folders, _GONE], None, path
+        folders.append(seen.folder(current, st))
+        if name == "..":
+            current = os.path.dirname(current)
+            st = seen.lstat(current)
+            continue
+        step = f"{current}/{name}" if current != "/" else f"/{name}"
+        st = seen.lstat(step)
+        if st is None or not stat.S_ISLNK(st.st_mode):
+            current = step
+            continue
+        hops += 1
+        link = seen.link(step)
+        if hops > 40 or not link:
+            return [*folders, _GONE], None, path
+        parts += link.split("/")[::-1]
+        if link.startswith("/"):
+            current = "/"
+        st = seen.lstat(current)
+    if st is None:
+        return [*folders, _GONE], None, path
+    return folders, st, current
+
+
+def _key(path: str, seen: _Seen) -> tuple[_Key, os.stat_result | None, str]:
+    """The stat key of ``path`` and of every folder its lookup searches (see
+    :func:`_resolve`), the file's stat (``None`` when it does not exist) and the path
+    it resolves to."""
+    folders, st, resolved = _resolve(path, seen)
+    if st is None:
+        return (*folders,), None, path
+    return (*folders, _own(st)), st, resolved
+
+
+def _acl(path: str) -> bool:
+    """Whether ``path`` has an access ACL (a named user or group it may refuse)."""
     try:
-        st = os.stat(path)
+        os.getxattr(path, "system.posix_acl_access", follow_symlinks=False)
     except OSError:
-        return (*folders, (-1,)), None
-    return (*folders, _own(st)), st
+        return False
+    return True
 
 
 def _readable(st: os.stat_result) -> bool:
-    """Whether it is a file others (the sandbox's uid is none of the host's) may read."""
-    return stat.S_ISREG(st.st_mode) and bool(st.st_mode & stat.S_IROTH)
+    """Whether it is a file every class may read: the command's uid and groups are
+    none of the host's files' owners and groups in practice, but if they were, the
+    owner's or the group's bits would decide."""
+    return stat.S_ISREG(st.st_mode) and st.st_mode & 0o444 == 0o444
 
 
 def _reachable(key: _Key) -> bool:
-    """Whether every folder above the entry is searchable by others."""
-    return all(folder[2] & stat.S_IXOTH for folder in key[:-1])
+    """Whether every class may search every folder the lookup passes."""
+    return all(folder[2] & 0o111 == 0o111 for folder in key[:-1])
+
+
+def _folders_without_acl(path: str) -> bool:
+    """Whether no folder of ``path``'s lookup has an access ACL (looked at only when a
+    copy is made: an ACL given later changes the folder's ctime, so its key)."""
+    seen = _Seen()
+    _resolve(path, seen)
+    return not any(_acl(folder) for folder in seen.folders)
 
 
 class RootFiles:
@@ -123,7 +212,7 @@ class RootFiles:
         them)."""
         bound: list[str] = []
         copies: list[tuple[int, str]] = []
-        folders: dict[str, tuple[int, ...]] = {}
+        folders = _Seen()
         with self._lock:
             try:
                 for path in paths:
@@ -138,16 +227,23 @@ class RootFiles:
                 raise
         return tuple(bound), copies
 
-    def _fresh(self, path: str, folders: dict[str, tuple[int, ...]]) -> _Entry:
-        key, st = _key(path, folders)
+    def _fresh(self, path: str, folders: _Seen) -> _Entry:
+        key, st, resolved = _key(path, folders)
         entry = self._host.get(path)
         if entry is not None and entry.key == key:
             return entry
         for old, _ in entry.copies or () if entry is not None else ():
             os.close(old)
         copies: tuple[tuple[int, str], ...] | None = None
-        if st is not None and _reachable(key) and _readable(st) and st.st_size <= _COPY_MAX:
-            fd = _read_copy(path, st)
+        if (
+            st is not None
+            and _reachable(key)
+            and _readable(st)
+            and st.st_size <= _COPY_MAX
+            and not _acl(resolved)
+            and _folders_without_acl(path)
+        ):
+            fd = _read_copy(resolved, st)
             copies = None if fd is None else ((fd, path),)
         entry = _Entry(key, copies, missing=st is None)
         self._host[path] = entry
@@ -167,20 +263,43 @@ class RootFiles:
 
 
 def _read_copy(path: str, st: os.stat_result) -> int | None:
-    """A sealed copy of ``path``, or ``None`` (it stays a bind) when what was read is
-    not the file as it was checked: replaced, rewritten or made private meanwhile (the
-    worker reads as root, so a copy of bytes written after a ``chmod o-r`` would show
-    what the bind would refuse; the next command looks again)."""
+    """A sealed copy of ``path`` (resolved: no link), or ``None`` (it stays a bind) when
+    what was read is not the file as it was checked: replaced, rewritten or made
+    private meanwhile (the worker reads as root, so a copy of bytes written after a
+    ``chmod o-r`` would show what the bind would refuse; the next command looks
+    again). Opened without blocking (a fifo or device put in its place while it was
+    looked at is not waited on) and only kept when it holds as many bytes as its
+    size says (not a ``/proc`` file, whose size says nothing)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
     try:
-        with open(path, "rb") as source:
-            content = source.read(_COPY_MAX + 1)
-            if _own(os.fstat(source.fileno())) != _own(st):
-                return None
+        fd = os.open(path, flags)
     except OSError:
         return None
-    if len(content) > _COPY_MAX:
+    try:
+        if _own(os.fstat(fd)) != _own(st):
+            return None
+        content = _read_all(fd, _COPY_MAX + 1)
+        if _own(os.fstat(fd)) != _own(st):
+            return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(content) != st.st_size:
         return None
     return sealed(content)
+
+
+def _read_all(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 _FILES = RootFiles()
