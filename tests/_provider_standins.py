@@ -268,8 +268,11 @@ class AnthropicStandIn(StandIn):
                     continue
                 problems += strict(block, kind, f"messages[{i}][{j}]")
                 if block.get("type") == "text":
-                    if not block.get("text"):
-                        problems.append(f"messages[{i}][{j}]: empty text block")
+                    if not str(block.get("text", "")).strip():  # the API's 400
+                        problems.append(
+                            f"messages[{i}][{j}]: text content blocks must contain "
+                            "non-whitespace text"
+                        )
                     problems += _as_text(block.get("text", ""), f"messages[{i}][{j}]")
                 if block.get("type") == "tool_use":
                     if role != "assistant" or block["id"] in seen_ids:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,18 +22,15 @@ from temporalio.exceptions import ApplicationError
 
 from .._config import LwConfig
 from .._edit import memory_lines
-from .._edit._files import save_once
 from .._ids import Role
 from .._scope import Scope
 from .._taint import TaintBook
 from ..errors._kinds import CONVERSATION_MISSING, MODEL_CONTEXT_OVERFLOW, MODEL_FAILED, lw_error
 from ._compaction import (
-    COMPACTED_FOLDER,
     keep_from,
     model_free_summary,
     summary_block,
     summary_cap,
-    transcript,
 )
 from ._conversation import (
     BYTES_PER_TOKEN,
@@ -61,6 +57,7 @@ from ._protocol import (
 from ._recorder import recorded, tool_activity_id
 from ._registry import tools_for
 from ._replies import clean_text, normalized
+from ._saves import drop_saved, save_cleared, save_transcript
 from ._tools import clip
 
 MODEL_ACTIVITY = "lw.model"
@@ -80,9 +77,6 @@ DEFAULT_ORCHESTRATOR_INSTRUCTIONS = (
 TURNS_WARNING = 3
 
 _HEARTBEAT_SECONDS = 5.0
-_SAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
-#: Folder of the agent's own scratch holding the results cleared from its context.
-CLEARED_FOLDER = "context-cleared"
 
 
 class ModelTurn(Wire):
@@ -250,7 +244,7 @@ class ModelActivities:
             + sum(_tool_bytes(t, native) for t in request.offered(native=native))
         )
         history = exchanges_of(records, turn.results)[0 if summary is None else summary.upto :]
-        fitted = fit(history, fixed, self.context_budget_tokens, lambda r: _save_cleared(scope, r))
+        fitted = fit(history, fixed, self.context_budget_tokens, lambda r: save_cleared(scope, r))
         request.history = fitted.exchanges
         request.cleared_results = fitted.cleared
         request.stable_results = fitted.stable
@@ -285,7 +279,7 @@ class ModelActivities:
         usage = (
             response.usage if response.usage.model_calls else response.usage + Usage(model_calls=1)
         )
-        _save_transcript(scope, full[first:upto])
+        save_transcript(scope, full[first:upto])
         made = Summary(made_at=turn.turn, upto=upto, text=clip(text, summary_cap(room)),
                        usage=usage)  # fmt: skip
         return self.conversations.put_summary(folder, made)
@@ -316,6 +310,7 @@ class ModelActivities:
             # turn again): the workflow was reset, or retried, to before it, and what it
             # was answered belongs to the branch left behind. Ask anew.
             self.conversations.drop_from(folder, turn.turn)
+            drop_saved(scope, turn.turn)  # its saves in scratch too, before they are kept
             done = None
         if done is not None:
             # An earlier attempt (or another worker) already asked the model: same answer.
@@ -402,16 +397,6 @@ class ModelActivities:
                 await heartbeat
 
 
-def _save_cleared(scope: Scope, result: ToolResult) -> str | None:
-    """Put a cleared result where the agent can re-read it: its own scratch (never
-    through a link the agent planted there; ``None`` when it could not be saved)."""
-    name = f"turn-{result.turn + 1}-{_SAFE_ID.sub('_', result.call_id)[:64]}.txt"
-    data = result.text.encode("utf-8", "surrogateescape")
-    if not save_once(scope.own_scratch, (CLEARED_FOLDER, name), data):
-        return None
-    return f"/mnt/scratch/own/{CLEARED_FOLDER}/{name}"
-
-
 #: Input tokens the provider adds for each of its native tools (its documented
 #: tool-use overhead: bash 245, the text editor 700; the memory tool taken as the editor).
 NATIVE_TOOL_TOKENS = {"bash_20250124": 245, "text_editor_20250728": 700, "memory_20250818": 700}
@@ -422,16 +407,6 @@ def _tool_bytes(spec: ToolSpec, native: bool) -> int:
     if native and spec.native in NATIVE_TOOL_TOKENS:
         return NATIVE_TOOL_TOKENS[spec.native] * BYTES_PER_TOKEN
     return len(str(spec.parameters)) + len(spec.description)
-
-
-def _save_transcript(scope: Scope, exchanges: list[Exchange]) -> None:
-    """The compacted turns in full, where the summary says they are (never through a
-    link the agent planted there)."""
-    if not exchanges:
-        return
-    name = f"turns-{exchanges[0].turn + 1}-{exchanges[-1].turn + 1}.md"
-    data = transcript(exchanges).encode("utf-8", "surrogateescape")
-    save_once(scope.own_scratch, (COMPACTED_FOLDER, name), data)
 
 
 async def _heartbeat_forever() -> None:

@@ -263,7 +263,8 @@ def _replace(files: Files, voice: Voice, place: Place, old: str, new: str) -> st
             while at != -1:
                 lines.append(content.count("\n", 0, at) + 1)
                 at = content.find(old, at + 1)
-            raise ToolError(voice.multiple.format(old=old, lines=", ".join(map(str, lines))))
+            shown = ", ".join(map(str, lines))
+            raise ToolError(voice.multiple.format(old=_quoted(old), lines=shown))
         line = content.count("\n", 0, content.find(old))
         edited = content.replace(old, new, 1)
         before, after = (2, 3) if voice is MEMORY else (4, 5 + new.count("\n"))

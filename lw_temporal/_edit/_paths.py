@@ -18,6 +18,8 @@ from .._scope import MNT, Mount, Scope
 MEMORIES = PurePosixPath("/memories")
 MEMORY_ROOT = MNT / "memory"
 MAX_PATH = 4096
+#: Bytes of one name in a path (the filesystems' NAME_MAX).
+MAX_NAME_BYTES = 255
 
 
 class ToolError(Exception):
@@ -81,6 +83,13 @@ def resolve(scope: Scope, path: object, *, memory_only: bool) -> Place:
     raw = PurePosixPath(path)
     if ".." in raw.parts:
         raise ToolError(f"The path {path} contains '..'; name it from its mount's root")
+    for part in raw.parts[1:]:
+        size = len(part.encode("utf-8", "surrogateescape"))
+        if size > MAX_NAME_BYTES:
+            raise ToolError(
+                f"The name {part[:40]}... in {path} is {size} bytes long; a file or folder "
+                f"name has at most {MAX_NAME_BYTES} bytes"
+            )
     alias = raw == MEMORIES or MEMORIES in raw.parents
     virtual = MEMORY_ROOT / raw.relative_to(MEMORIES) if alias else raw
     inside = virtual == MEMORY_ROOT or MEMORY_ROOT in virtual.parents

@@ -206,17 +206,24 @@ def _tool(spec: ToolSpec, *, native: bool) -> ToolUnionParam:
     return schema
 
 
+def _text(text: str) -> str:
+    """``text``, or nothing when it is only whitespace."""
+    return text if text.strip() else ""
+
+
 def anthropic_messages(request: ModelRequest) -> list[MessageParam]:
     """The task (and the summary of compacted turns), then per turn the assistant's
     blocks and the user's tool results."""
-    first: list[TextBlockParam] = [{"type": "text", "text": request.task or "Begin."}]
-    if request.summary:
+    # The API refuses a text block of only whitespace (400), which a task or a reply
+    # can be ("\n\n" before a tool call): such text is left out, or stood in for.
+    first: list[TextBlockParam] = [{"type": "text", "text": _text(request.task) or "Begin."}]
+    if _text(request.summary):
         first.append({"type": "text", "text": request.summary})
     messages: list[MessageParam] = [{"role": "user", "content": first}]
     for exchange in request.history:
         reply = exchange.reply
         said: list[TextBlockParam | ToolUseBlockParam] = []
-        if reply.text:
+        if _text(reply.text):
             said.append({"type": "text", "text": reply.text})
         for call in reply.tool_calls:
             said.append(
@@ -229,12 +236,12 @@ def anthropic_messages(request: ModelRequest) -> list[MessageParam]:
             {
                 "type": "tool_result",
                 "tool_use_id": result.call_id,
-                "content": result.text or "(no output)",
+                "content": _text(result.text) or "(no output)",
                 "is_error": result.is_error,
             }
             for result in exchange.results
         ]
-        if exchange.note:
+        if _text(exchange.note):
             answer.append({"type": "text", "text": exchange.note})
         if not answer:
             answer.append({"type": "text", "text": "(continue)"})
