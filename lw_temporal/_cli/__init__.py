@@ -85,8 +85,36 @@ def _command_name(args: argparse.Namespace) -> str:
     return " ".join(part for part in ("lw-temporal", args.command, verb) if part)
 
 
+def _verb_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> _Parser:
+    """The parser of the verb ``args`` were parsed for (``dream show``, ``run``), whose
+    usage names the options an unrecognized argument was meant for."""
+    found = parser
+    while True:
+        actions = [a for a in found._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, actions[0].dest, None) if actions and actions[0].dest else None
+        if not actions or chosen not in actions[0].choices:
+            break
+        found = actions[0].choices[chosen]
+    return found if isinstance(found, _Parser) else _Parser(prog=found.prog)
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """``argv`` parsed; a ctrl-C meanwhile (building the parser imports each command's
+    module, a second or more) ends it with one line and 130, as during a command."""
+    try:
+        parser = build_parser()
+        args, extras = parser.parse_known_args(argv)
+    except KeyboardInterrupt:
+        say("lw-temporal: interrupted", err=True)
+        exit_now(130)
+        raise SystemExit(130) from None
+    if extras:  # argparse would name the top-level usage, which lists no verb's options
+        _verb_parser(parser, args).error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     handler: Handler = args.handler
     try:
         return asyncio.run(handler(args))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .._listen import is_loopback, split_listen
-from ._common import Commands, failed, say
+from ._common import Commands, NoDataDir, say, serve_refused
 from ._keys import add_key_store, key_store
 
 
@@ -56,7 +56,7 @@ def _server(args: argparse.Namespace, loop: asyncio.AbstractEventLoop) -> tuple[
     host, port = split_listen(args.listen)
     data_dir = Path(args.data_dir)
     if not data_dir.is_dir():
-        raise ValueError(f"data dir {data_dir} does not exist")
+        raise NoDataDir(data_dir)
     if args.token_file is not None:
         token = Path(args.token_file).read_text(encoding="utf-8").strip()
         if len(token) < 16:
@@ -80,7 +80,7 @@ async def _serve(args: argparse.Namespace) -> int:
     try:
         server, keys = _server(args, loop)
     except (OSError, ValueError) as err:
-        return failed("codec-server", err)
+        return serve_refused("codec-server", args.listen, err)
     host = server.server_address[0]
     if not is_loopback(str(host)):
         say(

@@ -10,6 +10,7 @@ is often written by agents: see :mod:`lw_temporal._terminal`).
 from __future__ import annotations
 
 import argparse
+import errno
 import getpass
 import os
 import re
@@ -229,6 +230,33 @@ def operator() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return "cli"
+
+
+def serve_refused(what: str, listen: str, err: Exception) -> int:
+    """The exit status of a local server (``ui``, ``codec-server``) that could not start:
+    a taken ``--listen`` port (EADDRINUSE) or a data dir that is not there is a usage
+    mistake, one line naming the fix and status 2; anything else as :func:`failed`."""
+    if isinstance(err, OSError) and err.errno == errno.EADDRINUSE:
+        say(
+            f"lw-temporal {what}: cannot listen on {listen}: the port is in use (another "
+            f"lw-temporal {what}?); pass --listen HOST:PORT with a free port (port 0: any)",
+            err=True,
+        )
+        return USAGE
+    if isinstance(err, NoDataDir):
+        say(f"lw-temporal {what}: {err}", err=True)
+        return USAGE
+    return failed(what, err)
+
+
+class NoDataDir(ValueError):
+    """``--data-dir`` names no folder."""
+
+    def __init__(self, data_dir: object) -> None:
+        super().__init__(
+            f"--data-dir {data_dir} is not a folder: give the workers' data dir "
+            "(the --data-dir of lw-temporal worker)"
+        )
 
 
 def failed(what: str, err: Exception) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -206,6 +207,30 @@ async def _hold(out: Printer, ui: str) -> None:
     out("stopping the dev server")
 
 
+def _stop_at_once_on_interrupt(env: WorkflowEnvironment) -> None:
+    """A ctrl-C or SIGTERM while the demo runs stops the dev server and ends the demo at
+    once with one line and 130. A terminal's ctrl-C reaches the dev server too (one
+    process group), so the worker, left to shut down as usual, retried its calls to the
+    gone server for seconds, a screen of warnings, before the demo ended."""
+    from ._common import exit_now
+
+    loop = asyncio.get_running_loop()
+    stopping: list[asyncio.Task[None]] = []
+
+    async def stop() -> None:
+        print("lw-temporal demo: interrupted", file=sys.stderr, flush=True)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(env.shutdown(), 10)
+        exit_now(130)
+
+    def on_signal() -> None:
+        if not stopping:  # a second signal while the server stops: it is on its way
+            stopping.append(loop.create_task(stop()))
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, on_signal)
+
+
 async def run_demo(args: argparse.Namespace) -> int:
     out: Printer = lambda line: print(terminal_safe(line), flush=True)  # noqa: E731
     from workflows.pipeline import DEFINITIONS, ORCHESTRATOR_INSTRUCTIONS, sample_model
@@ -254,6 +279,7 @@ async def run_demo(args: argparse.Namespace) -> int:
     except (FileNotFoundError, RuntimeError, RPCError) as err:
         print(f"lw-temporal demo: cannot start the Temporal dev server: {err}", file=sys.stderr)
         return 1
+    _stop_at_once_on_interrupt(env)
     try:
         out(
             f"Temporal UI: {ui} ("

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._common import Commands, add_connection, failed, then_exit
+from ._common import Commands, NoDataDir, add_connection, failed, serve_refused, then_exit
 from ._connect import connect
 from ._keys import add_keys
 
@@ -65,7 +65,7 @@ async def _ui(args: argparse.Namespace) -> int:
 
     data_dir = Path(args.data_dir)
     if not data_dir.is_dir():  # noqa: ASYNC240 (once, before serving)
-        return failed("ui", FileNotFoundError(f"data dir {data_dir} does not exist"))
+        return serve_refused("ui", args.listen, NoDataDir(data_dir))
     try:
         client = await connect(args)
         stores = MemoryStores.for_config(LwConfig.create(data_dir, []))
@@ -80,5 +80,5 @@ async def _ui(args: argparse.Namespace) -> int:
     except ListenRefused as err:
         return failed("ui", err)
     except OSError as err:
-        return failed("ui", err)
+        return serve_refused("ui", args.listen, err)
     return 0

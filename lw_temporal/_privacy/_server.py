@@ -44,6 +44,9 @@ MAX_BODY = 32 * 1024 * 1024
 #: The UI origins allowed by default: the dev server's UI under both of its names, and
 #: the compose deployment's UI.
 DEFAULT_ORIGINS = ("http://localhost:8233", "http://127.0.0.1:8233", "http://localhost:8080")
+#: The sign-in cookie's name; a server names its own after its port (``lw_codec_8081``):
+#: a browser keeps cookies per host, not per port, so one name for every codec server of
+#: a host made signing in to a second one replace the first one's sign-in.
 COOKIE = "lw_codec"
 WORKFLOW_HEADER = "X-Lw-Workflow-Id"
 _ALLOWED_HEADERS = f"Content-Type, X-Namespace, Authorization, {WORKFLOW_HEADER}"
@@ -132,7 +135,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = b"signed in: this browser may now decode through this codec server\n"
             self.send_response(HTTPStatus.OK)
             self.send_header(
-                "Set-Cookie", f"{COOKIE}={self.server.token}; HttpOnly; SameSite=Strict; Path=/"
+                "Set-Cookie",
+                f"{self._cookie()}={self.server.token}; HttpOnly; SameSite=Strict; Path=/",
             )
             self.send_header("Content-Type", "text/plain; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
@@ -187,6 +191,10 @@ class _Handler(BaseHTTPRequestHandler):
         if origin is not None and origin.rstrip("/") not in self.server.origins:
             raise _Refused(HTTPStatus.FORBIDDEN, f"origin {origin!r} is not allowed")
 
+    def _cookie(self) -> str:
+        """This server's sign-in cookie: :data:`COOKIE` and the port it listens on."""
+        return f"{COOKIE}_{self.server.server_address[1]}"
+
     def _check_auth(self) -> None:
         expected = self.server.token.encode()
         given = self.headers.get("Authorization", "")
@@ -196,7 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
         cookies = http.cookies.SimpleCookie()
         with contextlib.suppress(http.cookies.CookieError):
             cookies.load(self.headers.get("Cookie", ""))
-        morsel = cookies.get(COOKIE)
+        morsel = cookies.get(self._cookie())
         if morsel is not None and hmac.compare_digest(morsel.value.encode(), expected):
             return
         raise _Refused(
