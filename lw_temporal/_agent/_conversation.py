@@ -83,11 +83,13 @@ class ConversationStore:
     def _file(self, folder: Path, turn: int) -> Path:
         return folder / f"turn-{turn:06d}.json"
 
-    def _cached(self, folder: Path) -> list[TurnRecord] | None:
+    def _cached(self, folder: Path, branch: str | None = None) -> list[TurnRecord] | None:
         """The cached turns, unless a reset made another branch of them since (in any
-        process: one look for the folder's branch mark)."""
+        process: one look for the folder's branch mark, unless ``branch`` is it)."""
         cached = self._cache.get(folder)
-        if cached is not None and self._branches.get(folder, "") != _branch_of(folder):
+        if branch is None and cached is not None:
+            branch = _branch_of(folder)
+        if cached is not None and self._branches.get(folder, "") != branch:
             self._cache.pop(folder, None)
             self._summaries.pop(folder, None)
             return None
@@ -106,7 +108,7 @@ class ConversationStore:
     def load(self, folder: Path, upto: int) -> list[TurnRecord]:
         """Turns ``0..upto-1``; raises ConversationMissing naming the first absent one."""
         branch = _branch_of(folder)
-        records = list(self._cached(folder) or [])[:upto]
+        records = list(self._cached(folder, branch) or [])[:upto]
         for turn in range(len(records), upto):
             record = self.get(folder, turn)
             if record is None or record.turn != turn:

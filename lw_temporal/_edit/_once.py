@@ -26,7 +26,6 @@ from ._paths import Place
 
 #: The agent's notes, beside its conversations' folders.
 FOLDER = "edits"
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _sha(data: bytes) -> str:
@@ -65,12 +64,9 @@ class ScratchOnce:
         name = self._name(place)
         if name is None:
             return
-        os.makedirs(self.folder, 0o700, exist_ok=True)
-        fd = os.open(self.folder, _DIR_FLAGS)
-        try:  # a worker that dies, not the host: the page cache keeps the note
-            _fs.write_atomic_at(fd, name, (_sha(data) + "\n").encode(), sync=False, sync_dir=False)
-        finally:
-            os.close(fd)
+        # unflushed: a worker that dies, not the host, is what retries; the page cache
+        # keeps the note
+        _fs.write_atomic(self.folder / name, (_sha(data) + "\n").encode(), sync=False)
 
     def withdraw(self, place: Place) -> None:
         """The put noted for ``place`` did not happen (its name was taken)."""
