@@ -18,6 +18,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal._egress import records
+from lw_temporal.ids import parse_workflow_id
 from tests._bash_support import SANDBOXES, bash_worker
 from tests._egress_support import FILE_TEXT, WORKER, StandIns, network_log, served
 from tests._escape_support import shell_quote
@@ -28,7 +29,8 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandIns]:
     yield from served(tmp_path_factory)
 
 
-#: A TLS tunnel to other.test that stays open until the proxy goes away.
+#: A TLS tunnel to other.test that stays open until the proxy goes away; it marks the
+#: end of its handshake with a file in its cwd, so the proxy is not killed mid-handshake.
 _HOLD = """
 import socket, ssl, sys
 s = socket.create_connection(("127.0.0.1", 3128))
@@ -37,6 +39,7 @@ print(s.recv(200).split(b"\\r\\n")[0].decode(), flush=True)
 context = ssl.create_default_context(cafile="ca.pem")
 tls = context.wrap_socket(s, server_hostname="other.test")
 print("tls up", flush=True)
+open("tls-up", "w").close()
 try:
     while tls.recv(4096):
         pass
@@ -60,10 +63,12 @@ async def test_a_tunnel_open_when_the_proxy_died_is_logged(
         (done,) = await bash.run(WORKER, [fetch])  # a connection that ends: one line
         assert done.stdout.strip() == FILE_TEXT, done
         held = asyncio.create_task(bash.run(WORKER, [hold]))
-        for _ in range(200):
-            if any(r.get("host") == "other.test" for r in records(local_state, WORKER)):
+        tls_up = plugin.config.layout.scratch(parse_workflow_id(WORKER)) / "tls-up"
+        for _ in range(300):
+            if tls_up.exists():
                 break
             await asyncio.sleep(0.1)
+        assert any(r.get("host") == "other.test" for r in records(local_state, WORKER))
         proxy = plugin.bash_activities.egress._proc
         assert proxy is not None and proxy.poll() is None
         proxy.kill()
