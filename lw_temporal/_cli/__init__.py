@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from ._common import (
+    CLOSED_PIPE,
     USAGE,
     CliError,
     Commands,
@@ -32,9 +33,6 @@ from ._common import (
 )
 
 __all__ = ["build_model", "build_parser", "load_object", "main", "parse_duration"]
-
-#: Exit status of a command whose output pipe was closed by its reader (as SIGPIPE).
-CLOSED_PIPE = 141
 
 
 class _Parser(argparse.ArgumentParser):

@@ -275,6 +275,10 @@ def failed(what: str, err: Exception) -> int:
     return 1
 
 
+#: Exit status of a command whose output pipe was closed by its reader (as SIGPIPE).
+CLOSED_PIPE = 141
+
+
 def exit_now(code: int, *, undo_sandbox: bool = True) -> None:
     """End the process with ``code`` right away (output flushed; a closed pipe is not
     an error): the SDK's native threads can crash CPython's teardown of a finished

@@ -19,7 +19,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from temporalio.client import Client, WorkflowFailureError
@@ -41,6 +41,7 @@ from ..ids import (
 )
 from ..options import DeploymentOptions, OrchestratorOptions
 from ..testing import temporal_cli_path
+from ._common import CLOSED_PIPE
 
 TASK_QUEUE = "lw-demo"
 
@@ -231,8 +232,50 @@ def _stop_at_once_on_interrupt(env: WorkflowEnvironment) -> None:
         loop.add_signal_handler(signum, on_signal)
 
 
+class _Out:
+    """Prints the demo's lines; a reader that closed the pipe (``| head``) stops the
+    printing, not the demo: its pipeline and dev server still end as they would, then
+    the demo exits with the closed-pipe status, quietly."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def __call__(self, line: str) -> None:
+        if self.closed:
+            return
+        try:
+            print(terminal_safe(line), flush=True)
+        except BrokenPipeError:
+            self.closed = True
+            devnull = os.open(os.devnull, os.O_WRONLY)  # what is left in the buffer
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+
+
+@contextlib.contextmanager
+def _child_stdout_closed() -> Iterator[None]:
+    """The dev server started with its stdout on ``/dev/null``: its banner repeats the
+    addresses the demo prints, and a reader that closed the demo's pipe (``| head``)
+    would otherwise end the server with it, mid-pipeline. Its errors still reach stderr."""
+    sys.stdout.flush()
+    saved = os.dup(sys.stdout.fileno())
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+        yield
+    finally:
+        os.dup2(saved, sys.stdout.fileno())
+        os.close(saved)
+        os.close(devnull)
+
+
 async def run_demo(args: argparse.Namespace) -> int:
-    out: Printer = lambda line: print(terminal_safe(line), flush=True)  # noqa: E731
+    out = _Out()
+    code = await _demo(args, out)
+    return CLOSED_PIPE if out.closed and code == 0 else code
+
+
+async def _demo(args: argparse.Namespace, out: Printer) -> int:
     from workflows.pipeline import DEFINITIONS, ORCHESTRATOR_INSTRUCTIONS, sample_model
 
     spec = getattr(args, "model", None)
@@ -266,16 +309,17 @@ async def run_demo(args: argparse.Namespace) -> int:
     ui = f"http://127.0.0.1:{ui_port}"
     out("starting the Temporal dev server (in memory) ...")
     try:
-        env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=temporal_cli_path(),
-            dev_server_log_level="error",
-            ui=True,
-            ui_port=ui_port,
-            search_attributes=[
-                SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_ROLE),
-                SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_DEFINITION),
-            ],
-        )
+        with _child_stdout_closed():
+            env = await WorkflowEnvironment.start_local(
+                dev_server_existing_path=temporal_cli_path(),
+                dev_server_log_level="error",
+                ui=True,
+                ui_port=ui_port,
+                search_attributes=[
+                    SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_ROLE),
+                    SearchAttributeKey.for_keyword(SEARCH_ATTRIBUTE_DEFINITION),
+                ],
+            )
     except (FileNotFoundError, RuntimeError, RPCError) as err:
         print(f"lw-temporal demo: cannot start the Temporal dev server: {err}", file=sys.stderr)
         return 1
@@ -286,6 +330,7 @@ async def run_demo(args: argparse.Namespace) -> int:
             + ("kept up after the pipeline, until Ctrl-C)" if hold else "up while the demo "
                "runs; make demo HOLD=1 or lw-temporal demo --hold keeps it up afterwards)")
         )  # fmt: skip
+        out(f"Temporal server: {env.client.service_client.config.target_host}")
         out(f"data dir: {layout.root}")
         config = env.client.config()
         config["plugins"] = [plugin]
