@@ -107,3 +107,29 @@ async def test_an_attempt_begun_late_does_not_edit_again(data_dir: Path) -> None
     late = await _edit(plugin, "i", 1, command="insert", insert_line=0, insert_text="0")
     assert scratch.read_text() == "0\none\n2\n"
     assert not late.is_error and "superseded" in late.text and "attempt 2" in late.text, late.text
+
+
+async def test_a_change_between_read_and_write_is_kept(data_dir: Path) -> None:
+    """Not a retry: two calls of one reply editing one file in parallel. The write is a
+    compare-and-set, as in memory: the one that read first reads again and edits that."""
+    plugin = _plugin(data_dir)
+    scratch = plugin.config.scope_of(PLANNER, "lw.Planner").own_scratch / "plan.md"
+    await _edit(plugin, "c", 1, command="create", file_text="one\ntwo\n")
+    ctx = multiprocessing.get_context("spawn")
+    at_write, go_on, report = ctx.Event(), ctx.Event(), ctx.Queue()
+    first = ctx.Process(
+        target=_paused_attempt, args=(str(data_dir), at_write, go_on, report), daemon=True
+    )
+    first.start()
+    try:
+        assert await asyncio.to_thread(at_write.wait, 60), "the first call never got to its write"
+        other = await _edit(plugin, "n", 1, command="str_replace", old_str="two", new_str="2")
+        assert not other.is_error, other.text
+        go_on.set()
+        is_error, text = report.get(timeout=60)
+        first.join(timeout=60)
+    finally:
+        if first.is_alive():
+            first.kill()
+    assert scratch.read_text() == "0\none\n2\n"  # both edits
+    assert not is_error and "superseded" not in text, text
