@@ -50,3 +50,27 @@ def task_ends(events: Sequence[HistoryEvent]) -> list[int]:
     return [
         e.event_id for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
     ]
+
+
+def after_activities(events: Sequence[HistoryEvent], activity_type: str) -> list[int]:
+    """For each completed activity of ``activity_type``, in order, the first completed
+    workflow task after it: a reset there keeps that activity's result and runs the
+    workflow on from it."""
+    scheduled = {
+        e.event_id
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == activity_type
+    }
+    points: list[int] = []
+    waiting = False
+    for e in events:
+        if (
+            e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+            and e.activity_task_completed_event_attributes.scheduled_event_id in scheduled
+        ):
+            waiting = True
+        elif waiting and e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            points.append(e.event_id)
+            waiting = False
+    return points

@@ -41,6 +41,7 @@ from ._conversation import (
     TurnRecord,
     exchanges_of,
     fit,
+    on_lineage,
     tokens,
 )
 from ._io import ORCHESTRATOR_MAX_TURNS, Bounds, WorkerSettings
@@ -95,6 +96,10 @@ class ModelTurn(Wire):
     digests: dict[str, str] = Field(default_factory=dict)
     #: Sent only after the activity reported its conversation files missing.
     rebuild: list[Exchange] | None = None
+    #: The run that asked the previous turn, as the reply this run holds says
+    #: (``ModelResponse.run_id``): stored turns another run asked in its place (the
+    #: branch of a reset this run's lineage is not on) are not this run's conversation.
+    prior_run: str | None = Field(default=None, max_length=64)
     #: Set with the task when its starter marked it untrusted (``AgentInput.untrusted``):
     #: the worker taints the run before the model reads it. It can only add taint.
     untrusted: bool = False
@@ -302,6 +307,9 @@ class ModelActivities:
             self.taint.status(scope.workflow_id)
         folder = self.conversations.folder(scope.agent_id.segments, turn.conversation)
         if turn.rebuild is not None:
+            dropped = self.conversations.drop_other_lineage(folder, turn.rebuild)
+            if dropped is not None:
+                drop_saved(scope, dropped)
             self.conversations.rebuild(folder, turn.task, turn.rebuild, turn.turn)
         run_id = activity.info().workflow_run_id
         done = self.conversations.get(folder, turn.turn)
@@ -314,7 +322,7 @@ class ModelActivities:
             done = None
         if done is not None:
             # An earlier attempt (or another worker) already asked the model: same answer.
-            return done.reply
+            return done.asked()
         try:
             records = self.conversations.load(folder, turn.turn)
         except ConversationMissing as err:
@@ -324,6 +332,17 @@ class ModelActivities:
                 type=CONVERSATION_MISSING,
                 non_retryable=True,
             ) from None
+        if turn.rebuild is None and not on_lineage(records, turn.prior_run):
+            # A reset's branch asked the turns from some point on in place of this run's
+            # lineage (this run was reset, to before that point, from a run the branch
+            # is not of): the workflow resends its own, which replace them.
+            raise ApplicationError(
+                f"workflow {scope.workflow_id!r}: turn {turn.turn} of conversation "
+                f"{turn.conversation} in {folder} is another branch's (a reset); the "
+                "workflow resends its own",
+                type=CONVERSATION_MISSING,
+                non_retryable=True,
+            )
         if turn.digests:
             turn = turn.model_copy(update={"results": self._recorded(scope, turn, records)})
         summary = self.conversations.summary(folder, turn.turn)
@@ -350,7 +369,7 @@ class ModelActivities:
             reply=reply,
             run_id=run_id,
         )
-        return self.conversations.put(folder, record).reply
+        return self.conversations.put(folder, record).asked()
 
     def _recorded(
         self, scope: Scope, turn: ModelTurn, records: list[TurnRecord]

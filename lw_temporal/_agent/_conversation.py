@@ -47,6 +47,10 @@ class TurnRecord(BaseModel):
     #: own history, or before runs were recorded).
     run_id: str | None = None
 
+    def asked(self) -> ModelResponse:
+        """The reply as ``lw.model`` returns it: with the run that asked it."""
+        return self.reply.model_copy(update={"run_id": self.run_id})
+
 
 class Summary(BaseModel):
     """A compaction: at turn ``made_at`` the turns before ``upto`` were replaced by
@@ -143,6 +147,18 @@ class ConversationStore:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(entry.path)
 
+    def drop_other_lineage(self, folder: Path, exchanges: Sequence[Exchange]) -> int | None:
+        """Drop the turns from the first of ``exchanges`` (what a run holds) that another
+        run asked in the files (a reset's branch, in place of this run's lineage), for
+        :meth:`rebuild` to write them from the exchanges; that turn, if any."""
+        for exchange in sorted(exchanges, key=lambda e: e.turn):
+            asked = exchange.reply.run_id
+            record = None if asked is None else self.get(folder, exchange.turn)
+            if record is not None and record.run_id not in (None, asked):
+                self.drop_from(folder, exchange.turn)
+                return exchange.turn
+        return None
+
     def summary(self, folder: Path, turn: int) -> Summary | None:
         """The newest summary made at or before ``turn`` (compaction), if any."""
         if self._branches.get(folder, "") != _branch_of(folder):
@@ -191,13 +207,22 @@ class ConversationStore:
             exchange = held.get(turn)
             previous = held.get(turn - 1)
             reply = (
-                exchange.reply
+                exchange.reply.model_copy(update={"run_id": None})
                 if exchange is not None
                 else ModelResponse(text=f"(turn {turn + 1} is no longer available)")
             )
             results = previous.results if previous is not None and exchange is not None else []
+            asked = exchange.reply.run_id if exchange is not None else None
             self.put(folder, TurnRecord(turn=turn, task=task if turn == 0 else "", results=results,
-                                        reply=reply))  # fmt: skip
+                                        reply=reply, run_id=asked))  # fmt: skip
+
+
+def on_lineage(records: Sequence[TurnRecord], prior_run: str | None) -> bool:
+    """Whether the turns read are of the lineage of a run whose previous turn
+    ``prior_run`` asked (unknown, or written from a workflow's history: taken as it)."""
+    if not records or prior_run is None:
+        return True
+    return records[-1].run_id in (None, prior_run)
 
 
 #: A conversation folder's branch mark, written when a reset drops turns.

@@ -135,6 +135,10 @@ class ModelResponse(Wire):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     stop_reason: StopReason = "end_turn"
     usage: Usage = Field(default_factory=Usage)
+    #: The workflow run whose ``lw.model`` asked for this reply, set by the worker on
+    #: what it returns (never the model's): a reset run's history holds replies its
+    #: base run asked, and its next turn tells the worker whose (``ModelTurn.prior_run``).
+    run_id: str | None = Field(default=None, max_length=64)
 
 
 class Exchange(Wire):

@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 from ..memory._activities import _read_only_fix
 from ._files import Changed, Entry, Exists, Files, Text
+from ._once import Superseded
 from ._paths import Place, ToolError, resolve
 from ._records import MemoryToolRequest, NativeRequest, ToolOutcome
 
@@ -102,6 +103,8 @@ def run(files: Files, voice: Voice, request: NativeRequest) -> ToolOutcome:
         return ToolOutcome(text=_dispatch(files, voice, request))
     except ToolError as err:
         return ToolOutcome(text=str(err), is_error=True)
+    except Superseded as err:
+        return ToolOutcome(text=str(err))
     except ApplicationError as err:
         if not err.non_retryable:
             raise

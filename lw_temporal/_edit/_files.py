@@ -273,13 +273,16 @@ class Files:
                 f"{place.shown} would be {len(data)} bytes, more than this tool "
                 f"writes ({FILE_CAP}); write large files with bash"
             )
-        self._once.will_put(place, data)
-        try:
-            exclusive = expected is None
-            _scratch_put(self._root(place), place.parts, data, self.user, exclusive=exclusive)
-        except Exists:
-            self._once.withdraw(place)
-            raise
+        with self._once.putting(place, data):
+            if expected is not None:
+                # compare-and-set, as in memory: a write over a change made since
+                # the read (another call, a command) would lose it
+                current = self._read(place)
+                if current is None or current.sha != expected:
+                    raise Changed()
+            _scratch_put(
+                self._root(place), place.parts, data, self.user, exclusive=expected is None
+            )
 
     def delete(self, place: Place) -> None:
         assert place.mount is not None and place.mount.store is not None

@@ -304,6 +304,7 @@ class _Agent(ToolCalls):
                      for r in results],
             digests=digests,
             parent_run=self._parent_run(),
+            prior_run=self._exchanges[-1].reply.run_id if self._exchanges else None,
         )  # fmt: skip
         try:
             return await self._model_activity(turn)

@@ -229,6 +229,35 @@ class GroupCommitter:
                 item.taken = True
             return item
 
+    def reclaim(self, rid: str) -> Pending | None:
+        """This process's own spooled mutation that its leader's claim could not take
+        (see :meth:`._spool.Spool.claim`): taken back from the spool, to be committed
+        in the leader's batch. Failed (retryably) if the spool cannot give it back
+        either: then a later holder may still commit it, and the activity's retry
+        finds that in the idempotency ledger."""
+        with self._mutex:
+            item = self._spooled.get(rid)
+        if item is None or self.spool is None:
+            return None
+        try:
+            withdrawn = self.spool.withdraw(rid)
+        except OSError as err:
+            with self._mutex:
+                self._spooled.pop(rid, None)
+            item.fail(
+                lw_error(
+                    MEMORY_BUSY,
+                    f"store {self.store}: its spool could neither take nor give back this "
+                    f"mutation ({err}); check the store's state folder (this is retried)",
+                )
+            )
+            return None
+        with self._mutex:
+            if not withdrawn or self._spooled.pop(rid, None) is None:
+                return None
+            item.taken = True
+        return item
+
     def requeue(self, items: list[Pending]) -> None:
         """Put mutations a batch could not take back at the head of the queue."""
         with self._mutex:

@@ -135,6 +135,8 @@ class Spool:
         self._spares = count()
         #: When this process last looked for files of dead processes to sweep.
         self._swept = float("-inf")
+        #: The requests the last claim could not take (left queued; see :meth:`claim`).
+        self.left: set[str] = set()
 
     # -- the requester ------------------------------------------------------------------
     def submit(self, op: FileOp, provenance: Provenance, quota: MemoryQuota) -> str:
@@ -260,7 +262,11 @@ class Spool:
     def claim(self) -> tuple[list[Request], list[tuple[str, Exception]]]:
         """Take every request of this fingerprint (this process's own included), and
         every claim a dead committer left: the requests, and the ids of those that
-        could not be read (with why)."""
+        could not be read (with why). A request that cannot be taken (its rename
+        fails: a full or read-only folder, something in the way) is not a failure of
+        the claim, whose requests are committed: it stays queued, its id in
+        :attr:`left`, and its requester takes it back once it holds the lock (see
+        :meth:`._commit.GroupCommitter.reclaim`)."""
         try:
             names = sorted(os.listdir(self.dir))
         except FileNotFoundError:
@@ -273,6 +279,7 @@ class Spool:
         sweep = time.monotonic() - self._swept > SWEEP_EVERY
         if sweep:
             self._swept = time.monotonic()
+        left = self.left = set()
         for name in names:
             if len(taken) >= CLAIM_LIMIT:
                 break
@@ -282,11 +289,16 @@ class Spool:
                     os.rename(self._at + name, self._at + f"{rid}{suffix_taken}")
                 except FileNotFoundError:
                     continue  # withdrawn
+                except OSError:
+                    left.add(rid)
+                    continue
             elif name.endswith(suffix_taken):
                 rid = name[: -len(suffix_taken)]
+                if rid in left:  # not a claim: what was in the way of this one
+                    continue
             else:
                 if sweep and name.endswith((_OUT, _SPARE)) and rid_is_stale(Path(self._at + name)):
-                    with suppress(FileNotFoundError):
+                    with suppress(OSError):
                         os.unlink(self._at + name)
                 continue
             try:
@@ -295,7 +307,8 @@ class Spool:
                 broken.append((rid, err))
                 continue
             if request is None:  # a dead committer's claim of a file its requester reused
-                self.drop(rid)
+                with suppress(OSError):  # else the next committer retires it
+                    self.drop(rid)
             else:
                 taken.append(request)
         return taken, broken

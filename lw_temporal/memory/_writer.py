@@ -16,6 +16,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -196,10 +197,21 @@ class StoreWriter:
         if spool is not None:
             if gather and committer.peers:
                 spool.gather(committer.peers, GATHER_SECONDS)
-            requests, broken = spool.claim()
+            try:
+                requests, broken = spool.claim()
+            except BaseException:
+                committer.requeue(items)  # for the next leader (this one's own fails)
+                raise
             committer.peers = len({r.process for r in requests} - {_spool.PROCESS})
             for rid, err in broken:
-                spool.answer(rid, outcome_of(None, lw_error(INVALID_REQUEST, f"unreadable: {err}")))
+                with suppress(OSError):  # else answered by the next holder
+                    spool.answer(
+                        rid, outcome_of(None, lw_error(INVALID_REQUEST, f"unreadable: {err}"))
+                    )
+            for rid in spool.left:  # this process's own, it commits without the spool
+                mine = committer.reclaim(rid)
+                if mine is not None:
+                    items.append(mine)
             for request in requests:
                 mine = committer.claimed(request.id)
                 if mine is not None:
@@ -229,10 +241,14 @@ class StoreWriter:
             return False
         finally:
             if spool is not None:
+                # a claim whose outcome cannot be written (or retired) stays claimed:
+                # the next holder commits it again, the ledger returns the same result
                 for rid, item in remote:
-                    spool.answer(rid, outcome_of(item.result, item.error))
+                    with suppress(OSError):
+                        spool.answer(rid, outcome_of(item.result, item.error))
                 for rid in own:
-                    spool.drop(rid, outcome=True)
+                    with suppress(OSError):
+                        spool.drop(rid, outcome=True)
         return True
 
     def _batch(self, files: StoreFiles, items: list[Pending]) -> list[Pending]:
