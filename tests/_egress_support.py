@@ -8,7 +8,9 @@ through the test resolver override (``EgressOptions(resolve=...)``), never DNS.
 * an HTTP server that serves a bare git repository by git's dumb protocol
   (``git.test``; ``git update-server-info``);
 * a raw TCP listener on the host that counts who reaches it (what a direct
-  connection must never do).
+  connection must never do);
+* an HTTPS server that offers TLS 1.3 key shares on ``secp384r1`` only, so a client
+  offering another group first gets a HelloRetryRequest (:func:`retry_server`).
 """
 
 from __future__ import annotations
@@ -216,6 +218,29 @@ def stand_ins(folder: Path) -> Iterator[StandIns]:
         for server in (https, plain):
             server.shutdown()
             server.server_close()
+
+
+@contextmanager
+def retry_server(folder: Path) -> Iterator[tuple[int, str]]:
+    """An HTTPS stand-in (``hello.txt``, the certificate of :func:`certificate`) that
+    answers a ClientHello without a ``secp384r1`` key share with a HelloRetryRequest:
+    its port and the CA the clients trust."""
+    cert, key = certificate(folder)
+    root = folder / "retry-www"
+    root.mkdir()
+    (root / "hello.txt").write_text(FILE_TEXT + "\n")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    context.set_ecdh_curve("secp384r1")
+    server = _TLSServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
+    server.context = context
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], cert.read_text()
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandIns]:

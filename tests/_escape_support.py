@@ -97,10 +97,17 @@ def raw_calls(
 
 
 @contextmanager
-def host_listener() -> Iterator[tuple[int, list[bytes]]]:
-    """A TCP listener on the host's loopback; the list gets what each visitor sent."""
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
+def host_listener(every_address: bool = False) -> Iterator[tuple[int, list[bytes]]]:
+    """A TCP listener on the host's loopback (``every_address``: on all of the host's
+    addresses, IPv4 and IPv6, as a service bound on ``0.0.0.0`` and ``::`` is); the
+    list gets what each visitor sent."""
+    if every_address:
+        server = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        server.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        server.bind(("::", 0))
+    else:
+        server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        server.bind(("127.0.0.1", 0))
     server.listen(16)
     server.settimeout(0.2)
     hits: list[bytes] = []

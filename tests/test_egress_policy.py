@@ -49,6 +49,13 @@ REFUSED_PATTERNS = {
     "py pi.org": "without spaces",
     "-bad.example": "DNS label",
     "": "without spaces",
+    # A wildcard over a public suffix reaches every registrant's domain below it.
+    "*.co.uk": "'*.co.uk': co.uk is a public suffix",
+    "*.CO.UK.:443": "'*.co.uk:443': co.uk is a public suffix",
+    "*.github.io": "name the registrable domain (*.example.github.io)",
+    "*.githubusercontent.com:443": "githubusercontent.com is a public suffix",
+    "*.kawasaki.jp": "kawasaki.jp is a public suffix",
+    "*.xn--p1ai": "at least two labels",
 }
 
 
@@ -61,14 +68,19 @@ def test_bad_patterns_are_refused_saying_why(pattern: str) -> None:
 
 def test_spellings_of_one_policy_are_one_policy() -> None:
     one = NetworkPolicy(
-        allow=("PyPI.org.", "*.GitHubUserContent.com:443", "bücher.example"), roles=("worker",)
+        allow=("PyPI.org.", "*.Example.CO.uk:443", "bücher.example"), roles=("worker",)
     )
     other = NetworkPolicy(
-        allow=("xn--bcher-kva.example", "pypi.org", "*.githubusercontent.com:443"),
+        allow=("xn--bcher-kva.example", "pypi.org", "*.example.co.uk:443"),
         roles=("worker",),
     )
     assert one == other
-    assert one.allow == ("*.githubusercontent.com:443", "pypi.org", "xn--bcher-kva.example")
+    assert one.allow == ("*.example.co.uk:443", "pypi.org", "xn--bcher-kva.example")
+    # below a public suffix, a registrable domain (and the suffix named exactly) is fine
+    NetworkPolicy(
+        allow=("*.lw-docs.github.io", "raw.githubusercontent.com", "co.uk", "*.city.kawasaki.jp"),
+        roles=("worker",),
+    )
     with pytest.raises(ValidationError, match="twice"):
         NetworkPolicy(allow=("pypi.org", "PYPI.ORG."), roles=("worker",))
     with pytest.raises(ValidationError, match="allow names no host"):

@@ -12,11 +12,19 @@ range IANA lists as not globally reachable, and the cloud providers' metadata an
 platform addresses (``169.254.169.254``, ``fd00:ec2::254``, Azure's public
 ``168.63.129.16``...). An IPv6 address that carries an IPv4 one (mapped, 6to4,
 Teredo, NAT64) is judged by the IPv4 address it reaches too.
+
+Refused as well (:func:`refusal_here`): every address of this host's own interfaces,
+public ones too, since a name that resolves to one reaches the services the host
+binds on ``0.0.0.0``. They are read from the kernel (a netlink address dump) at most
+every few seconds.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import socket
+import struct
+import time
 
 _Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -90,3 +98,81 @@ def loopback_only(ip: _Address) -> bool:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     return ip.is_loopback
+
+
+#: The most seconds :func:`own_addresses` keeps what it read.
+OWN_REFRESH = 5.0
+OWN = "one of this worker host's own addresses"
+_RTM_NEWADDR, _RTM_GETADDR, _NLMSG_ERROR, _NLMSG_DONE = 20, 22, 2, 3
+_NLM_F_REQUEST_DUMP = 0x1 | 0x300
+_IFA_ADDRESS, _IFA_LOCAL = 1, 2
+_SIZES: dict[int, int] = {int(socket.AF_INET): 4, int(socket.AF_INET6): 16}
+_own: tuple[float, frozenset[_Address]] = (float("-inf"), frozenset())
+
+
+def own_addresses() -> frozenset[_Address]:
+    """The addresses of this host's interfaces (all of them, IPv4 and IPv6), read
+    again once :data:`OWN_REFRESH` seconds passed; when the kernel cannot be asked,
+    the last ones read."""
+    global _own
+    now = time.monotonic()
+    if now - _own[0] >= OWN_REFRESH:
+        try:
+            _own = (now, _dump())
+        except OSError:
+            _own = (now, _own[1])
+    return _own[1]
+
+
+def _dump() -> frozenset[_Address]:
+    """An ``RTM_GETADDR`` dump over ``NETLINK_ROUTE``: each address's ``IFA_LOCAL``
+    (this end of a point-to-point link), else its ``IFA_ADDRESS``."""
+    found: set[_Address] = set()
+    family = getattr(socket, "AF_NETLINK", 16)
+    with socket.socket(family, socket.SOCK_RAW | socket.SOCK_CLOEXEC, 0) as sock:
+        sock.settimeout(2)
+        sock.bind((0, 0))
+        sock.send(struct.pack("=IHHII4xI", 24, _RTM_GETADDR, _NLM_F_REQUEST_DUMP, 1, 0, 0))
+        while True:
+            data = sock.recv(1 << 16)
+            at = 0
+            while at + 16 <= len(data):
+                length, kind = struct.unpack_from("=IH", data, at)
+                if kind == _NLMSG_DONE:
+                    return frozenset(found)
+                if kind == _NLMSG_ERROR or length < 16:
+                    raise OSError("the kernel refused the address dump")
+                if kind == _RTM_NEWADDR and at + 24 <= len(data):
+                    address = _address(data[at : at + length])
+                    if address is not None:
+                        found.add(address)
+                at += (length + 3) & ~3
+            if not data:
+                raise OSError("the address dump ended early")
+
+
+def _address(message: bytes) -> _Address | None:
+    size = _SIZES.get(message[16])
+    attributes: dict[int, bytes] = {}
+    at = 24
+    while at + 4 <= len(message):
+        length, kind = struct.unpack_from("=HH", message, at)
+        if length < 4:
+            break
+        attributes[kind] = message[at + 4 : at + length]
+        at += (length + 3) & ~3
+    raw = attributes.get(_IFA_LOCAL) or attributes.get(_IFA_ADDRESS)
+    if size is None or raw is None or len(raw) != size:
+        return None
+    return ipaddress.ip_address(raw)
+
+
+def refusal_here(ip: _Address) -> str | None:
+    """:func:`refusal`, or :data:`OWN` first for an address of this host's own
+    interfaces (carried in an IPv6 one too) that is not loopback."""
+    if not loopback_only(ip):
+        own = own_addresses()
+        inner = _embedded(ip) if isinstance(ip, ipaddress.IPv6Address) else None
+        if ip in own or (inner is not None and inner in own):
+            return OWN
+    return refusal(ip)

@@ -14,7 +14,9 @@ A pattern is ``name[:port]``, ``*.domain[:port]`` or an IP literal
   ``xn--`` label you mean;
 * ``*.example.com`` matches every name below ``example.com`` (at any depth), not
   ``example.com`` itself; a wildcard keeps at least two labels (no ``*.com``) and
-  only a whole leading label may be ``*``;
+  only a whole leading label may be ``*`` (the policy model also refuses one over any
+  public suffix, ``*.co.uk``: :mod:`._suffixes`, which needs a package the proxy's
+  process does not load);
 * a name needs two labels or more and a last label that is not a number (a URL
   reads ``10.1`` or ``2130706433`` as an IPv4 address);
 * IP literals are written canonically (IPv4 as four decimal octets, IPv6 in brackets)

@@ -15,6 +15,7 @@ from pydantic import field_validator
 
 from .._base import FrozenModel
 from ._patterns import HostRule, PatternError, parse_rule
+from ._suffixes import check_wildcard
 
 #: Where every command with a policy reaches the proxy (the proxy variables name it):
 #: the sandbox's connect broker hands a connection to this address to the proxy.
@@ -46,10 +47,11 @@ def proxy_environment() -> dict[str, str]:
 class NetworkPolicy(FrozenModel):
     """The hosts a definition's agents may reach, through the worker's egress proxy.
 
-    ``allow``: host patterns (``"pypi.org"``, ``"*.githubusercontent.com:443"``,
+    ``allow``: host patterns (``"pypi.org"``, ``"*.example.co.uk:443"``,
     ``"files.example.com:8443"``; without a port, 80 and 443), normalised (lower
     case, punycode, no trailing dot) and sorted, so two spellings of one policy hash
-    the same. ``roles``: which of the definition's agents get it (``planner``,
+    the same; a wildcard over a public suffix (``*.co.uk``, ``*.github.io``) is
+    refused. ``roles``: which of the definition's agents get it (``planner``,
     ``worker``; none by default).
     """
 
@@ -67,6 +69,7 @@ class NetworkPolicy(FrozenModel):
         for text in value:
             try:
                 rule = parse_rule(text)
+                check_wildcard(rule)
             except PatternError as err:
                 raise ValueError(str(err)) from None
             if rule.text in seen:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _http
-from ._addresses import loopback_only, refusal
+from ._addresses import loopback_only, refusal_here
 from ._audit import AuditLog, now
 from ._patterns import Host, PatternError, first_match, request_host
 from ._relay import (
@@ -271,7 +271,7 @@ class Session(Relay):
             raise Refused(502, f"{err}") from None
         overridden = host.ip is None and host.name in self.config.resolve
         for ip in addresses:
-            why = refusal(ip)
+            why = refusal_here(ip)
             if why is not None and not (overridden and loopback_only(ip)):
                 attempt.address = str(ip)  # the network log names it; the command is
                 # not told: a name's answers are data from outside, and a refusal is no
@@ -279,8 +279,9 @@ class Session(Relay):
                 raise Refused(
                     403,
                     f"{host} resolves to a refused address ({why}): the proxy never "
-                    "connects to private, loopback, link-local, CGNAT, multicast or metadata "
-                    "addresses (the address is in the worker's network log)",
+                    "connects to this host's own, private, loopback, link-local, CGNAT, "
+                    "multicast or metadata addresses (the address is in the worker's "
+                    "network log)",
                 )
         last: Exception | None = None
         for ip in addresses:

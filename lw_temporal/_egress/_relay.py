@@ -20,6 +20,9 @@ from ._patterns import Host, HostRule, PatternError, parse_rule, request_host
 from ._stream import Stream
 
 _CHUNK = 256 * 1024
+#: The most bytes of records the proxy passes between a HelloRetryRequest and the
+#: second ClientHello (the early data a server skips there).
+_MAX_SKIPPED = 1 << 20
 
 
 class Refused(Exception):
@@ -158,26 +161,47 @@ class Relay:
 
     async def _tunnel(self, attempt: Attempt, host: Host, client: Stream, upstream: Stream) -> None:
         """Both directions until both ended (half-closes passed on); the first
-        failure of either ends both."""
+        failure of either ends both. The handshake goes through Python until the
+        server's ServerHello (:meth:`_server_hellos`): after a HelloRetryRequest the
+        client's next ClientHello is checked as its first was; after a real ServerHello
+        (or whatever else the server sends) the kernel moves the rest."""
+        retries: asyncio.Queue[bool] = asyncio.Queue()
 
         async def up() -> None:
             first = await client.read(_CHUNK)
             if first:
-                first = await self._hello(attempt, host, client, first)
-                await self._send(attempt, upstream, first, received=False)
+                await self._hello(attempt, host, client, upstream, first)
+                while await retries.get():
+                    data = await self._after_retry(attempt, host, client, upstream)
+                    if not data:
+                        break
+                    await self._hello(attempt, host, client, upstream, data, retry=True)
                 await client.splice_to(upstream, self._mover(attempt, received=False))
             upstream.end()
 
         async def down() -> None:
+            await self._server_hellos(attempt, upstream, client, retries)
             await upstream.splice_to(client, self._mover(attempt, received=True))
             client.end()
 
         await _together(up(), down(), until_both=True)
 
-    async def _hello(self, attempt: Attempt, host: Host, client: Stream, data: bytes) -> bytes:
-        """The whole ClientHello, once its server name is the CONNECT host. A tunnel
-        carries TLS: in plain text a client could name another host to the server
-        (a ``Host`` header the proxy would not see), so anything else is refused."""
+    async def _hello(
+        self,
+        attempt: Attempt,
+        host: Host,
+        client: Stream,
+        upstream: Stream,
+        data: bytes,
+        *,
+        retry: bool = False,
+    ) -> None:
+        """The whole ClientHello on, once its server name is the CONNECT host (what
+        came after it is read again later). A tunnel carries TLS: in plain text a
+        client could name another host to the server (a ``Host`` header the proxy
+        would not see), so anything else is refused. ``retry``: the ClientHello after
+        a HelloRetryRequest, checked the same way."""
+        which = " in its second ClientHello (after the server's HelloRetryRequest)" if retry else ""
         try:
             while (size := _tls.hello_length(data)) is None:
                 more = await asyncio.wait_for(client.read(_CHUNK), self.config.head_timeout)
@@ -188,15 +212,16 @@ class Relay:
         except (_tls.NotTLS, TimeoutError):
             self._refuse(
                 attempt,
-                f"the tunnel to {host}:{attempt.port} does not carry TLS: tunnels are for "
-                "TLS (send plain http:// requests to the proxy as they are)",
+                f"the tunnel to {host}:{attempt.port} does not carry TLS"
+                f"{' after the HelloRetryRequest' if retry else ''}: tunnels are for TLS (send "
+                "plain http:// requests to the proxy as they are)",
             )
             raise OSError("not TLS") from None
         except _tls.HiddenName as err:
-            self._refuse(attempt, f"TLS to {host}:{attempt.port}: {err}")
+            self._refuse(attempt, f"TLS to {host}:{attempt.port}{which}: {err}")
             raise OSError("hidden server name") from None
         except ValueError as err:
-            self._refuse(attempt, f"TLS to {host}: the ClientHello cannot be read ({err})")
+            self._refuse(attempt, f"TLS to {host}{which}: the ClientHello cannot be read ({err})")
             raise OSError("bad ClientHello") from None
         if name is not None:
             try:
@@ -206,11 +231,87 @@ class Relay:
             if not same:
                 self._refuse(
                     attempt,
-                    f"TLS to {host}:{attempt.port} asks for {_shown(name)} (its SNI): a tunnel "
-                    "is for the name it was allowed as",
+                    f"TLS to {host}:{attempt.port} asks for {_shown(name)} (its SNI){which}: "
+                    "a tunnel is for the name it was allowed as",
                 )
                 raise OSError("SNI mismatch")
+        client.unread(data[size:])
+        await self._send(attempt, upstream, data[:size], received=False)
+
+    async def _after_retry(
+        self, attempt: Attempt, host: Host, client: Stream, upstream: Stream
+    ) -> bytes:
+        """After a HelloRetryRequest: the records a server skips before the second
+        ClientHello (ChangeCipherSpec, early data, an alert) on as they are, bounded;
+        the bytes from the next handshake record on (``b""``: the client ended)."""
+        data, skipped = b"", 0
+        while not data or data[0] != _tls.HANDSHAKE:
+            try:
+                found = _tls.record(data)
+            except _tls.NotTLS:
+                found = (0, _MAX_SKIPPED + 1)  # not a TLS record: refused below
+            if found is None:
+                more = await asyncio.wait_for(client.read(_CHUNK), self.config.head_timeout)
+                if not more:
+                    return b""
+                data += more
+                continue
+            end = found[1]
+            skipped += end
+            if skipped > _MAX_SKIPPED:
+                self._refuse(
+                    attempt,
+                    f"the tunnel to {host}:{attempt.port} sends no second ClientHello after "
+                    "the server's HelloRetryRequest: tunnels are for TLS",
+                )
+                raise OSError("no second ClientHello")
+            await self._send(attempt, upstream, data[:end], received=False)
+            data = data[end:]
         return data
+
+    async def _server_hellos(
+        self, attempt: Attempt, upstream: Stream, client: Stream, retries: asyncio.Queue[bool]
+    ) -> None:
+        """The server's records on, read in Python until its first handshake message
+        that is not a HelloRetryRequest; each HelloRetryRequest is told to ``retries``
+        (True: a ClientHello in the clear comes next), the end of them too (False),
+        also when the server sends something else first or ends."""
+        data, handshake, rest = bytearray(), bytearray(), 0  # rest: of a retry request
+        done = False
+        while not done:
+            try:
+                found = _tls.record(data)
+            except _tls.NotTLS:
+                break
+            if found is None:
+                more = await upstream.read(_CHUNK)
+                if not more:
+                    break
+                data += more
+                continue
+            kind, end = found
+            await self._send(attempt, client, bytes(data[:end]), received=True)
+            if kind == _tls.HANDSHAKE:
+                handshake += data[5:end]
+            del data[:end]
+            if kind == _tls.CHANGE_CIPHER_SPEC:
+                continue
+            done = kind != _tls.HANDSHAKE
+            while not done:
+                taken = min(rest, len(handshake))
+                del handshake[:taken]
+                rest -= taken
+                size = None if rest else _tls.retry_request(handshake)
+                if size is None:
+                    done = len(handshake) > _tls.MAX_HELLO
+                    break
+                done = size == 0
+                if size:
+                    retries.put_nowait(True)
+                    rest = size
+        retries.put_nowait(False)
+        if data:
+            await self._send(attempt, client, bytes(data), received=True)
 
     async def _forward(
         self, attempt: Attempt, head: _http.Head, client: Stream, upstream: Stream

@@ -52,6 +52,10 @@ class Stream:
             return data
         return await self.loop.sock_recv(self.sock, size)
 
+    def unread(self, data: bytes) -> None:
+        """Put ``data`` back in front of what comes next."""
+        self.buffer[:0] = data
+
     async def readuntil(self, separator: bytes, limit: int) -> bytes:
         """Everything up to and with ``separator``; ``ValueError`` past ``limit``
         bytes without it, ``EOFError`` when the peer ends first."""

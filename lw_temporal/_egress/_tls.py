@@ -4,7 +4,11 @@ A CONNECT tunnel is allowed by its host name; a client that then asks the server
 for another name (a CDN or a shared front end serving many names on one address:
 "domain fronting") is refused. The ClientHello is the first thing a TLS client
 sends, in the clear; this module collects it across records (bounded) and reads the
-``server_name`` extension. Standard library only (the proxy's process imports it).
+``server_name`` extension. A TLS 1.3 server that wants other key shares answers a
+HelloRetryRequest (a ServerHello with a fixed random), and the client then sends a
+second ClientHello, in the clear too: :func:`retry_request` tells the relay which
+ServerHello is one, so that it checks that hello as well. Standard library only (the
+proxy's process imports it).
 """
 
 from __future__ import annotations
@@ -13,7 +17,14 @@ import struct
 
 #: The most bytes of handshake the proxy collects to find the name.
 MAX_HELLO = 64 * 1024
-_HANDSHAKE, _CLIENT_HELLO, _SERVER_NAME, _HOST_NAME = 0x16, 0x01, 0x0000, 0x00
+#: Record content types.
+CHANGE_CIPHER_SPEC, HANDSHAKE = 0x14, 0x16
+_HANDSHAKE, _CLIENT_HELLO, _SERVER_NAME, _HOST_NAME = HANDSHAKE, 0x01, 0x0000, 0x00
+_SERVER_HELLO = 0x02
+#: The random of a ServerHello that is a HelloRetryRequest (RFC 8446 4.1.3).
+_RETRY_RANDOM = bytes.fromhex("cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")
+#: The largest record a peer may send (a ciphertext's 2^14 + 256 bytes, with margin).
+MAX_RECORD = (1 << 14) + 2048
 #: Extensions that carry a server name the proxy cannot read: Encrypted Client Hello
 #: (RFC 9849; its outer name may be the allowed one, the inner one, which a shared
 #: front end serves, anything) and the draft encrypted SNI before it.
@@ -31,6 +42,32 @@ class NotTLS(ValueError):
 
 def looks_like_tls(data: bytes) -> bool:
     return len(data) >= 1 and data[0] == _HANDSHAKE
+
+
+def record(data: bytes | bytearray) -> tuple[int, int] | None:
+    """The first record in ``data``: (its content type, its end), None until it is
+    whole; :class:`NotTLS` for a record no TLS peer sends."""
+    if len(data) < 5:
+        return None
+    kind, length = data[0], int.from_bytes(data[3:5], "big")
+    if not 0x14 <= kind <= 0x18 or length > MAX_RECORD:
+        raise NotTLS("not a TLS record")
+    return (kind, 5 + length) if len(data) >= 5 + length else None
+
+
+def retry_request(handshake: bytes | bytearray) -> int | None:
+    """The size of the HelloRetryRequest the server's handshake bytes (the payloads
+    of its handshake records, as they came) open with, 0 when they open with anything
+    else (a real ServerHello: no ClientHello in the clear follows); None: read more."""
+    if len(handshake) < 4:
+        return None
+    if handshake[0] != _SERVER_HELLO:
+        return 0
+    if len(handshake) < 4 + 2 + 32:
+        return None
+    if handshake[6:38] != _RETRY_RANDOM:
+        return 0
+    return 4 + int.from_bytes(handshake[1:4], "big")
 
 
 def hello_length(data: bytes) -> int | None:
