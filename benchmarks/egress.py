@@ -128,6 +128,9 @@ async def main(rounds: int, backend: str, megabytes: int) -> None:
                 WorkflowDefinition(id="plain"),
             ]
             config = LwConfig.create(root / "data", definitions)
+            # Run in an ActivityEnvironment, so without caller checks (there is no server
+            # to confirm the caller; benchmarks/callers.py measures what they add).
+            config.callers.enabled = False
             activities = BashActivities(
                 config, sandbox=backend, egress=ProxyLimits(resolve={"big.test": "127.0.0.1"})
             )
