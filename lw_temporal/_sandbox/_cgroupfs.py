@@ -211,19 +211,19 @@ def _inside(point: Path, mount_root: str, rel: str) -> Path:
 
 def _v2_controllers(folder: Path) -> frozenset[str]:
     """The controllers children of ``folder`` get (``subtree_control``), enabling
-    memory and pids there when the folder is delegated and may enable them."""
+    memory, pids and cpu there when the folder is delegated and may enable them."""
     control = folder / "cgroup.subtree_control"
     try:
         enabled = set(control.read_text().split())
         available = set((folder / "cgroup.controllers").read_text().split())
     except OSError:
         return frozenset()
-    for controller in ("memory", "pids"):
+    for controller in ("memory", "pids", "cpu"):
         if controller in available and controller not in enabled:
             with contextlib.suppress(OSError):
                 control.write_text(f"+{controller}")
                 enabled.add(controller)
-    return frozenset(enabled & {"memory", "pids"})
+    return frozenset(enabled & {"memory", "pids", "cpu"})
 
 
 @functools.cache

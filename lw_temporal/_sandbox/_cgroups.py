@@ -5,8 +5,12 @@ rlimits bind each process alone (four processes of 3 GiB each pass a 4 GiB
 gets a fresh child cgroup with its memory (swap included, so nothing spills to swap)
 and process count capped, under a folder of this worker: on cgroup v2 one folder with
 ``memory.max``, ``memory.swap.max`` and ``pids.max``; on cgroup v1 one folder in the
-memory hierarchy (``memory.limit_in_bytes``, ``memory.memsw.limit_in_bytes``) and one
-in the pids hierarchy. The launcher is moved in right after it starts and before it
+memory hierarchy (``memory.limit_in_bytes``, ``memory.memsw.limit_in_bytes``), one
+in the pids hierarchy and one in the cpu hierarchy. The cpu controller (where it can
+be had) makes each command one share of the CPU among the commands, and all of them
+(their parent) one against the worker: without it the kernel's autogroup weighed each session as
+one, and a command of 100 sessions (``setsid``) took 100 shares to another agent's
+one. The launcher is moved in right after it starts and before it
 reads its options (bwrap's ``--args`` pipe, the Landlock launcher's JSON), so it has
 forked nothing yet: every process of the command is born inside. Pages of its tmpfs
 (``/tmp``, ``/dev/shm``) are charged there too. When the command ends, whatever is
@@ -153,8 +157,11 @@ def parent(hierarchy: _Hierarchy, total: int) -> Path:
     folder.mkdir(exist_ok=True)
     if hierarchy.version == 2:
         (folder / "cgroup.subtree_control").write_text(
-            " ".join(f"+{c}" for c in sorted(hierarchy.controllers))
+            " ".join(f"+{c}" for c in sorted(hierarchy.controllers - {"cpu"}))
         )
+        if "cpu" in hierarchy.controllers:  # refused while a real-time task is below
+            with contextlib.suppress(OSError):
+                (folder / "cgroup.subtree_control").write_text("+cpu")
         if "memory" in hierarchy.controllers:
             (folder / "memory.max").write_text(str(total))
             (folder / "memory.swap.max").write_text("0")
@@ -203,9 +210,9 @@ def _limit_files(hierarchy: _Hierarchy, memory: int, pids: int) -> list[tuple[st
         # memsw (memory + swap) can only be set at or above the memory limit.
         files.append(("memory.limit_in_bytes", str(memory)))
         files.append(("memory.memsw.limit_in_bytes", str(memory)))
-    else:
+    elif "pids" in hierarchy.controllers:
         files.append(("pids.max", str(pids)))
-    return files
+    return files  # cpu: the default weight, one share per command
 
 
 class CommandCgroup:
@@ -404,7 +411,7 @@ def command_cgroups() -> CgroupSupport:
                 hierarchies.append(_Hierarchy(folder / tag, 2, wanted))
                 _sweep(folder)
     if not any(h.version == 2 for h in hierarchies):
-        for controller in ("memory", "pids"):
+        for controller in ("memory", "pids", "cpu"):
             for fstype, point, options in mounts:
                 if fstype != "cgroup" or controller not in options.split(","):
                     continue

@@ -13,7 +13,8 @@ container's profile makes ``Seccomp: 2`` true of every process): a socket call w
 high bit set in its family, ``MSG_FASTOPEN``, a ``KEEP_SIZE`` allocation and, on
 Landlock, an IP socket. They run in the system view's ``python3`` (one interpreter
 start, about 15 ms); a view without one fails the test, since nothing else there can
-make a raw call.
+make a raw call. ``open_tree_attr`` (a plain one only opens the folder, where the
+kernel has the call) proves the rules libseccomp could not name but by number.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ _REFUSED = (
     ("vsock-high", "socket(AF_VSOCK | 1 << 32)", "EPERM"),
     ("fastopen", "sendto(MSG_FASTOPEN)", "EPERM"),
     ("keep-size", "fallocate(FALLOC_FL_KEEP_SIZE)", "EOPNOTSUPP"),
+    ("open-tree-attr", "open_tree_attr (named by number)", "EPERM"),
 )
 _LANDLOCK_REFUSED = (("ip", "socket(AF_INET, SOCK_STREAM)", "EPERM"),)
 #: The raw calls, one ``name=<errno>`` line each (0: the call went through).
@@ -58,11 +60,14 @@ call('fastopen', {sendto}, pair[0], ctypes.addressof(byte), 1, 0x20000000, 0, 0)
 call('keep-size', {fallocate}, os.open('falloc', os.O_WRONLY | os.O_CREAT, 0o600), 1, 0, 1 << 20)
 call('vsock-high', {socket}, 40 | 1 << 32, 1, 0)
 call('ip', {socket}, 2, 1, 0)
+dot = ctypes.create_string_buffer(b'.')
+call('open-tree-attr', {open_tree_attr}, -100, ctypes.addressof(dot), 0o2000000, 0, 0)
 """
 
 
 def _script(port: int) -> str:
-    numbers = {n: _seccomp.syscall_number(n) for n in ("socket", "socketpair", "sendto")}
+    names = ("socket", "socketpair", "sendto", "open_tree_attr")
+    numbers = {n: _seccomp.syscall_number(n) for n in names}
     calls = _CALLS.format(fallocate=_seccomp.syscall_number("fallocate"), **numbers)
     quoted = "'" + calls.replace("'", "'\\''") + "'"
     return "\n".join(
