@@ -32,6 +32,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from lw_temporal import BashRequest, BashResult, DreamContext, RunRecord, WorkflowDefinition
 from lw_temporal._config import LwConfig
+from lw_temporal._plugin import _passthrough
 from lw_temporal.dreaming import (
     DefaultConsolidator,
     DreamInput,
@@ -144,6 +145,10 @@ async def dream(client: Client, definition: str, batch_size: int) -> tuple[str, 
         state: DreamState = await handle.query(QUERY_STATE, result_type=DreamState)
         if state.status is DreamStatus.AWAITING_APPROVAL:
             break
+        if state.status not in (
+            DreamStatus.COLLECTING, DreamStatus.DREAMING, DreamStatus.CONSOLIDATING
+        ):  # fmt: skip
+            raise SystemExit(f"dream {handle.id} of {definition} ended {state.status}: {state}")
         await asyncio.sleep(0.05)
     elapsed = time.perf_counter() - started
     await reject_dream(client, handle.id, "benchmark", "measurement only")
@@ -175,6 +180,9 @@ async def main(sizes: Sequence[int], batch_size: int) -> None:
             definitions = {n: f"bench-{n}" for n in sizes}
             config = LwConfig.create(tmp, [WorkflowDefinition(id=d) for d in definitions.values()])
             client = Client(**env.client.config() | {"data_converter": pydantic_data_converter})
+            # The runs' queue is one this deployment serves, as a plugin's worker of it
+            # says (a dream reads only runs it can tell this deployment ran).
+            config.callers.serve(RUNS_QUEUE)
             dreaming = DreamingActivities(config)
             async with (
                 Worker(
@@ -189,6 +197,9 @@ async def main(sizes: Sequence[int], batch_size: int) -> None:
                     task_queue=TASK_QUEUE,
                     workflows=[DreamingWorkflow],
                     activities=dreaming.callables,
+                    # the workflow sandbox as the plugin sets it up (lw_temporal passed
+                    # through), as a worker of the plugin runs lw.Dreaming
+                    workflow_runner=_passthrough(None),
                 ),
             ):
                 for n, definition in definitions.items():
