@@ -65,6 +65,7 @@ async def _worker(
         "workflows.pipeline:DEFINITIONS",
         "--model",
         model,
+        "--create",  # each configuration's folders are new
         *flags,
         stdout=asyncio.subprocess.PIPE,
         start_new_session=True,
@@ -97,7 +98,9 @@ async def _measure(
     procs = [await _worker(address, task_queue, flags[0], model)]
     procs += await asyncio.gather(*(_worker(address, task_queue, f, model) for f in flags[1:]))
     client_config = env.client.config()
-    client_config["plugins"] = [LittleWorkflowPlugin(base / "client", DEFINITIONS)]
+    # The client seals what it sends with the workers' keys: their memory root's store.
+    keys = base / ("memory" if config == "pinned" else "data")
+    client_config["plugins"] = [LittleWorkflowPlugin(keys, DEFINITIONS)]
     client = Client(**client_config)
     try:
         start = time.perf_counter()
@@ -130,6 +133,7 @@ async def main() -> None:
     async with dev_environment() as env:
         rates: dict[tuple[int, str], list[float]] = {}
         with tempfile.TemporaryDirectory(prefix="lw-bench-hosts-") as tmp:
+            os.chmod(tmp, 0o755)  # the agents' ids pass through it to the data dirs
             for _ in range(args.rounds):
                 for workers in (1, 2, 3):
                     for config in CONFIGS:
