@@ -215,6 +215,8 @@ def rlimits(spec: SandboxSpec) -> dict[str, int]:
         "RLIMIT_AS": limits.address_space,
         "RLIMIT_NOFILE": limits.open_files,
         "RLIMIT_CORE": 0,
+        "RLIMIT_RTPRIO": 0,  # none of the worker's real-time or nice headroom (see
+        "RLIMIT_NICE": 0,  # _run's limits)
     }
 
 

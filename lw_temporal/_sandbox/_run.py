@@ -294,10 +294,9 @@ def _gate(proc: subprocess.Popen[bytes], limits: Limits) -> None:
 
 def _set_rlimits(pid: int, limits: Limits) -> None:
     """Soft and hard limits alike, by ``prlimit(2)`` on the waiting launcher: what it
-    forks inherits them, and nothing in the sandbox may raise a hard limit (that needs
-    ``CAP_SYS_RESOURCE`` in the host's user namespace). The caller holds the
-    launcher's own ids, which is all the kernel asks of it, so a worker without
-    ``CAP_SYS_RESOURCE`` (a container's root) can limit the sandbox user too.
+    forks inherits them, and nothing in it may raise a hard limit (that needs
+    ``CAP_SYS_RESOURCE`` in the host's user namespace). The caller holds the launcher's
+    ids, all the kernel asks, so a worker without it (a container's root) can too.
 
     The kernel commits a launcher's ids at the very end of its exec, a moment after
     the parent sees the exec succeed (the child's saved uid is still the worker's
@@ -310,6 +309,8 @@ def _set_rlimits(pid: int, limits: Limits) -> None:
         (resource.RLIMIT_AS, limits.address_space),
         (resource.RLIMIT_NOFILE, limits.open_files),
         (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_RTPRIO, 0),  # not the worker's (LimitRTPRIO=, --ulimit rtprio)
+        (resource.RLIMIT_NICE, 0),
     ):
         while True:
             try:
