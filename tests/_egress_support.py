@@ -258,3 +258,37 @@ def network_log(data_dir: Path, workflow_id: str | None = None) -> list[str]:
         argv += ["--workflow", workflow_id]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
     return done.stdout.splitlines()
+
+
+#: Python code for scripts that write ClientHellos themselves: ``hello(name, group)``
+#: (Python's own, for SNI ``name``, key share ``group``), ``added(record, extra)`` (the
+#: record with extensions appended) and ``ech`` (an Encrypted Client Hello extension).
+HELLO_TOOLS = """
+def hello(name, group=None):
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    if group:
+        context.set_ecdh_curve(group)
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname=name)
+    try:
+        tls.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return outgoing.read()
+
+def added(record, extra):
+    body = bytearray(record[9:])
+    at = 34
+    at += 1 + body[at]
+    at += 2 + int.from_bytes(body[at:at + 2], "big")
+    at += 1 + body[at]
+    size = int.from_bytes(body[at:at + 2], "big") + len(extra)
+    body[at:at + 2] = struct.pack("!H", size)
+    body += extra
+    handshake = b"\\x01" + len(body).to_bytes(3, "big") + bytes(body)
+    return record[:3] + struct.pack("!H", len(handshake)) + handshake
+
+ech = struct.pack("!HH", 0xFE0D, 33) + b"\\0" + bytes(32)
+"""

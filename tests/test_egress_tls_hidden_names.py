@@ -22,7 +22,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from lw_temporal._egress import records
 from tests._bash_support import SANDBOXES, bash_worker
-from tests._egress_support import WORKER, StandIns, served
+from tests._egress_support import HELLO_TOOLS, WORKER, StandIns, served
 from tests._escape_support import shell_quote
 
 
@@ -33,40 +33,19 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandIns]:
 
 #: Builds a ClientHello (Python's own, SNI as given) with extensions added to it, sends
 #: it through a CONNECT tunnel to other.test, and prints what the server answered.
-_SCRIPT = """
+_SCRIPT = (
+    """
 import socket, ssl, struct, sys
 kind, port = sys.argv[1], int(sys.argv[2])
 
-def hello(name):
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
-    tls = context.wrap_bio(incoming, outgoing, server_hostname=name)
-    try:
-        tls.do_handshake()
-    except ssl.SSLWantReadError:
-        pass
-    return outgoing.read()
-
+"""
+    + HELLO_TOOLS
+    + """
 def sni(*names):
     entries = b"".join(b"\\0" + struct.pack("!H", len(n)) + n.encode() for n in names)
     data = struct.pack("!H", len(entries)) + entries
     return struct.pack("!HH", 0, len(data)) + data
 
-def added(record, extra):
-    body = bytearray(record[9:])
-    at = 34
-    at += 1 + body[at]
-    at += 2 + int.from_bytes(body[at:at + 2], "big")
-    at += 1 + body[at]
-    size = int.from_bytes(body[at:at + 2], "big") + len(extra)
-    body[at:at + 2] = struct.pack("!H", size)
-    body += extra
-    handshake = b"\\x01" + len(body).to_bytes(3, "big") + bytes(body)
-    return record[:3] + struct.pack("!H", len(handshake)) + handshake
-
-ech = struct.pack("!HH", 0xFE0D, 33) + b"\\0" + bytes(32)
 data = {
     "plain": hello("other.test"),
     "ech": added(hello("other.test"), ech),
@@ -84,6 +63,7 @@ except OSError:
     answer = b""
 print("server hello" if answer[:1] == b"\\x16" else "no server hello")
 """
+)
 
 EXPECTED = {
     "ech": "hides the server name it asks for (Encrypted Client Hello)",

@@ -25,7 +25,7 @@ from lw_temporal import LittleWorkflowPlugin, NetworkPolicy, WorkflowDefinition
 from lw_temporal._egress import records
 from lw_temporal.options import EgressOptions
 from tests._bash_support import SANDBOXES, bash_worker
-from tests._egress_support import FILE_TEXT, WORKER, retry_server
+from tests._egress_support import FILE_TEXT, HELLO_TOOLS, WORKER, retry_server
 from tests._escape_support import shell_quote
 
 
@@ -38,37 +38,15 @@ def retry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, str]]
 #: Opens a tunnel to other.test, sends Python's own ClientHello for other.test (an
 #: X25519 key share: the server asks again), then a second one as ``kind`` says, and
 #: prints whether the server asked again and whether it then answered a ServerHello.
-_SCRIPT = """
+_SCRIPT = (
+    """
 import socket, ssl, struct, sys
 kind, port = sys.argv[1], int(sys.argv[2])
 RETRY = bytes.fromhex("cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")
 
-def hello(name, group=None):
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    if group:
-        context.set_ecdh_curve(group)
-    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
-    tls = context.wrap_bio(incoming, outgoing, server_hostname=name)
-    try:
-        tls.do_handshake()
-    except ssl.SSLWantReadError:
-        pass
-    return outgoing.read()
-
-def added(record, extra):
-    body = bytearray(record[9:])
-    at = 34
-    at += 1 + body[at]
-    at += 2 + int.from_bytes(body[at:at + 2], "big")
-    at += 1 + body[at]
-    size = int.from_bytes(body[at:at + 2], "big") + len(extra)
-    body[at:at + 2] = struct.pack("!H", size)
-    body += extra
-    handshake = b"\\x01" + len(body).to_bytes(3, "big") + bytes(body)
-    return record[:3] + struct.pack("!H", len(handshake)) + handshake
-
+"""
+    + HELLO_TOOLS
+    + """
 def record(s, data):
     # the next record that is not a ChangeCipherSpec, whole: (it, what follows)
     while True:
@@ -86,7 +64,6 @@ def record(s, data):
             return b"", b""
         data += more
 
-ech = struct.pack("!HH", 0xFE0D, 33) + b"\\0" + bytes(32)
 second = {
     "other name": hello("files.test", "secp384r1"),
     "pipelined": hello("files.test", "secp384r1"),
@@ -107,6 +84,7 @@ if kind != "pipelined":
 answer, _ = record(s, rest)
 print("server hello" if answer[:1] == b"\\x16" else "no server hello")
 """
+)
 
 _WHY = "in its second ClientHello (after the server's HelloRetryRequest)"
 EXPECTED = {
