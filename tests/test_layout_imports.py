@@ -100,6 +100,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "_egress._policy",
             "_egress._use",
             "_egress._patterns",
+            "_egress._suffixes",
             "_egress._addresses",
             "_approvals._rules",
             "_taint",
