@@ -3,10 +3,14 @@ the strict Anthropic stand-in, and the check of each call's result."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from lw_temporal import Role, ToolCall
+from temporalio.testing import ActivityEnvironment
+
+from lw_temporal import LittleWorkflowPlugin, Role, ToolCall
+from lw_temporal._edit._records import EditorRequest, ToolOutcome
 from lw_temporal.models import AnthropicModel
 from lw_temporal.testing import ScriptedModel
 
@@ -48,3 +52,16 @@ def check_answers(
         assert name == step.name
         assert text.startswith(start), (step.arguments, text)
         assert error is is_error, (step.arguments, text)
+
+
+async def planner_edit(
+    plugin: LittleWorkflowPlugin, planner: str, activity_id: str, attempt: int, **arguments: Any
+) -> ToolOutcome:
+    """One text editor call of ``planner``, as its ``attempt`` of activity
+    ``activity_id`` (run directly, outside a workflow)."""
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(
+        env.info, workflow_id=planner, workflow_type="lw.Planner", activity_id=activity_id,
+        attempt=attempt,
+    )  # fmt: skip
+    return await env.run(plugin.edit_activities.edit, EditorRequest(**arguments))

@@ -12,18 +12,16 @@ test lets it go on."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import multiprocessing
 import os
 import signal
 from pathlib import Path
 from typing import Any
 
-from temporalio.testing import ActivityEnvironment
-
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
 from lw_temporal._edit import _files
-from lw_temporal._edit._records import EditorRequest, ToolOutcome
+from lw_temporal._edit._records import ToolOutcome
+from tests._native_support import planner_edit
 
 PLANNER = "run_late@1"
 FILE = "/mnt/scratch/own/plan.md"
@@ -38,12 +36,7 @@ def _plugin(data_dir: Path) -> LittleWorkflowPlugin:
 async def _edit(
     plugin: LittleWorkflowPlugin, activity_id: str, attempt: int, **arguments: Any
 ) -> ToolOutcome:
-    env = ActivityEnvironment()
-    env.info = dataclasses.replace(
-        env.info, workflow_id=PLANNER, workflow_type="lw.Planner", activity_id=activity_id,
-        attempt=attempt,
-    )  # fmt: skip
-    return await env.run(plugin.edit_activities.edit, EditorRequest(path=FILE, **arguments))
+    return await planner_edit(plugin, PLANNER, activity_id, attempt, path=FILE, **arguments)
 
 
 def _paused_attempt(data_dir: str, at_write: Any, go_on: Any, report: Any) -> None:

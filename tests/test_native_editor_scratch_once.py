@@ -7,14 +7,12 @@ makes it, once; another call's identical edit is its own."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
-from temporalio.testing import ActivityEnvironment
-
 from lw_temporal import LittleWorkflowPlugin, WorkflowDefinition
-from lw_temporal._edit._records import EditorRequest, ToolOutcome
+from lw_temporal._edit._records import ToolOutcome
+from tests._native_support import planner_edit
 
 PLANNER = "run_once@1"
 FILE = "/mnt/scratch/own/plan.md"
@@ -24,12 +22,7 @@ AGAIN = f"The file {FILE} has been edited (by an earlier attempt of this call)."
 async def _edit(
     plugin: LittleWorkflowPlugin, activity_id: str, attempt: int, **arguments: Any
 ) -> ToolOutcome:
-    env = ActivityEnvironment()
-    env.info = dataclasses.replace(
-        env.info, workflow_id=PLANNER, workflow_type="lw.Planner", activity_id=activity_id,
-        attempt=attempt,
-    )  # fmt: skip
-    return await env.run(plugin.edit_activities.edit, EditorRequest(path=FILE, **arguments))
+    return await planner_edit(plugin, PLANNER, activity_id, attempt, path=FILE, **arguments)
 
 
 async def test_a_retried_scratch_edit_is_made_once(data_dir: Path) -> None:
