@@ -13,6 +13,9 @@ log only; a listener on every address of the host hears from nobody.
 from __future__ import annotations
 
 import ipaddress
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -88,3 +91,54 @@ async def test_the_hosts_own_addresses_are_refused(
         assert record["decision"] == "refused", record
         assert record["address"] == names[record["host"]], record
         assert "own addresses" in record["reason"], record
+
+
+#: Run in a child: a seccomp filter refuses ``socket(AF_NETLINK, ...)`` (as some
+#: container runtimes do), then the proxy's address check is asked about this host's
+#: own addresses and a public one. x86-64 and aarch64 numbers of ``socket``.
+_WITHOUT_NETLINK = r"""
+import ctypes, json, platform, struct, sys
+nr = {"x86_64": 41, "aarch64": 198}[platform.machine()]
+def op(code, k, jt=0, jf=0):
+    return struct.pack("=HBBI", code, jt, jf, k)
+LD, JEQ, RET = 0x20, 0x15, 0x06
+program = b"".join([
+    op(LD, 0),                   # the call's number
+    op(JEQ, nr, 0, 3),
+    op(LD, 16),                  # its first argument (low half): the family
+    op(JEQ, 16, 0, 1),           # AF_NETLINK
+    op(RET, 0x00050000 | 13),    # SECCOMP_RET_ERRNO | EACCES
+    op(RET, 0x7FFF0000),         # SECCOMP_RET_ALLOW
+])
+buf = ctypes.create_string_buffer(program)
+class Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.prctl(38, 1, 0, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
+prog = Prog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
+assert libc.prctl(22, 2, ctypes.byref(prog), 0, 0) == 0, ctypes.get_errno()  # SECCOMP
+import ipaddress
+from lw_temporal._egress import _addresses
+print(json.dumps({a: _addresses.refusal_here(ipaddress.ip_address(a)) for a in sys.argv[1:]}))
+"""
+
+
+def test_own_addresses_are_refused_where_the_kernel_cannot_list_them() -> None:
+    """Where the address dump is refused (a container without ``NETLINK_ROUTE``),
+    the proxy said nothing and judged every address against an empty list, so the
+    host's own public addresses went through. Now it says so once on its stderr and
+    asks about each address by binding to it: the host's own are refused as such, a
+    public address still passes."""
+    addresses = own_addresses()
+    public = "93.184.215.14"
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_NETLINK, *addresses, public],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    for address in addresses:
+        assert found[address] == "one of this worker host's own addresses", found
+    assert found[public] is None, found
+    warned = [line for line in done.stderr.splitlines() if line.startswith("lw-egress:")]
+    assert len(warned) == 1 and "cannot be read" in warned[0], done.stderr

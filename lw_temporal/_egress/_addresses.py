@@ -16,14 +16,18 @@ Teredo, NAT64) is judged by the IPv4 address it reaches too.
 Refused as well (:func:`refusal_here`): every address of this host's own interfaces,
 public ones too, since a name that resolves to one reaches the services the host
 binds on ``0.0.0.0``. They are read from the kernel (a netlink address dump) at most
-every few seconds.
+every few seconds. Where the kernel refuses the dump (a container whose seccomp profile
+or runtime has no ``NETLINK_ROUTE``), each address is asked about on its own instead:
+one this host can bind a socket to is its own, and one it cannot tell about is refused.
 """
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import socket
 import struct
+import sys
 import time
 
 _Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -107,21 +111,43 @@ _RTM_NEWADDR, _RTM_GETADDR, _NLMSG_ERROR, _NLMSG_DONE = 20, 22, 2, 3
 _NLM_F_REQUEST_DUMP = 0x1 | 0x300
 _IFA_ADDRESS, _IFA_LOCAL = 1, 2
 _SIZES: dict[int, int] = {int(socket.AF_INET): 4, int(socket.AF_INET6): 16}
-_own: tuple[float, frozenset[_Address]] = (float("-inf"), frozenset())
+#: When the addresses were read, what was read, and why the last read failed (if it did).
+_own: tuple[float, frozenset[_Address], str | None] = (float("-inf"), frozenset(), None)
 
 
-def own_addresses() -> frozenset[_Address]:
+def own_addresses() -> tuple[frozenset[_Address], str | None]:
     """The addresses of this host's interfaces (all of them, IPv4 and IPv6), read
-    again once :data:`OWN_REFRESH` seconds passed; when the kernel cannot be asked,
-    the last ones read."""
+    again once :data:`OWN_REFRESH` seconds passed, and why the last read failed:
+    then the set is the last one read (empty if none was), and incomplete."""
     global _own
     now = time.monotonic()
     if now - _own[0] >= OWN_REFRESH:
         try:
-            _own = (now, _dump())
-        except OSError:
-            _own = (now, _own[1])
-    return _own[1]
+            _own = (now, _dump(), None)
+        except OSError as err:
+            if _own[2] is None:  # once per failing spell: the proxy's stderr is the log
+                print(
+                    f"lw-egress: this host's addresses cannot be read ({err}); each address "
+                    "is checked by binding to it until they can",
+                    file=sys.stderr,
+                )
+            _own = (now, _own[1], str(err) or type(err).__name__)
+    return _own[1], _own[2]
+
+
+def _bound_here(ip: _Address) -> str | None:
+    """Whether ``ip`` is this host's own, asked without the address list: a socket
+    binds to an address of the host's interfaces only. :data:`OWN` if it binds, a
+    refusal if the answer is not a clear no (failing closed), else ``None``."""
+    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+            sock.bind((str(ip), 0))
+    except OSError as err:
+        if err.errno == errno.EADDRNOTAVAIL:
+            return None
+        return f"possibly one of this worker host's own addresses (it cannot tell: {err})"
+    return OWN
 
 
 def _dump() -> frozenset[_Address]:
@@ -168,11 +194,17 @@ def _address(message: bytes) -> _Address | None:
 
 
 def refusal_here(ip: _Address) -> str | None:
-    """:func:`refusal`, or :data:`OWN` first for an address of this host's own
-    interfaces (carried in an IPv6 one too) that is not loopback."""
+    """:func:`refusal`, or first :data:`OWN` for an address of this host's own
+    interfaces (carried in an IPv6 one too) that is not loopback, or a refusal for one
+    it cannot tell about while the addresses cannot be read."""
     if not loopback_only(ip):
-        own = own_addresses()
+        own, failed = own_addresses()
         inner = _embedded(ip) if isinstance(ip, ipaddress.IPv6Address) else None
         if ip in own or (inner is not None and inner in own):
             return OWN
+        if failed is not None:
+            for candidate in (ip, inner):
+                why = None if candidate is None else _bound_here(candidate)
+                if why is not None:
+                    return why
     return refusal(ip)
