@@ -16,6 +16,7 @@ the batch already changed) waits for the next batch.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -37,6 +38,11 @@ _POLL = 0.02
 _WAIT_CAP = 0.005
 #: How long a lock-waiting thread with nothing to wait for stays for the next wait.
 _THREAD_IDLE = 1.0
+#: How long a spool that failed goes unused: meanwhile this process's mutations wait
+#: for the store's lock, as those that cannot be spooled always do.
+SPOOL_REST = 5.0
+
+_log = logging.getLogger(__name__)
 
 
 class LockWaiter:
@@ -175,6 +181,28 @@ class GroupCommitter:
         self._delay = 0.00005
         #: Other processes whose requests the last batch this process led held.
         self.peers = 0
+        #: Until when the spool goes unused (it failed: see :meth:`spool_failed`).
+        self._spool_rest = float("-inf")
+
+    @property
+    def usable_spool(self) -> Spool | None:
+        """The spool, unless it failed within the last :data:`SPOOL_REST` seconds."""
+        return self.spool if time.monotonic() >= self._spool_rest else None
+
+    def spool_failed(self, err: OSError) -> None:
+        """The spool cannot be used (something is in the way of its folder, or the
+        folder cannot be listed or written): this process commits its mutations
+        itself for a while, and says so once per spell."""
+        resting = time.monotonic() < self._spool_rest
+        self._spool_rest = time.monotonic() + SPOOL_REST
+        if not resting:
+            where = getattr(self.spool, "dir", "its spool")
+            _log.warning(
+                "store %s: its spool %s cannot be used (%s); this worker's mutations of "
+                "it wait for the store's lock instead of being committed by another "
+                "process (slower with several processes); remove what is in the way",
+                self.store, where, err,
+            )  # fmt: skip
 
     def submit(self, pending: Pending, lead: Callable[[GroupCommitter], None]) -> Any:
         """Queue ``pending`` and wait for its result, leading while it waits: ``lead``
@@ -274,21 +302,27 @@ class GroupCommitter:
         """While another process holds the lock: spool what may be, take up outcomes,
         give up on what waited too long, then wait on the lock a little. Returns the
         lock's descriptor once it is this process's, else ``None``."""
-        spool = self.spool
+        spool = self.usable_spool
         now = time.monotonic()
         with self._mutex:
             queued = list(self._queue)
             spooled = list(self._spooled.items())
         for item in queued:
             if spool is not None and item.request is not None:
-                rid = spool.submit(item.request, item.provenance, item.quota)
-                with self._mutex:
-                    if item in self._queue:
-                        self._queue.remove(item)
-                        self._spooled[rid] = item
-                        continue
-                spool.withdraw(rid)  # withdrawn meanwhile (cancelled)
-            elif now > item.deadline and self.withdraw(item):
+                try:
+                    rid = spool.submit(item.request, item.provenance, item.quota)
+                except OSError as err:
+                    self.spool_failed(err)
+                    spool = None
+                else:
+                    with self._mutex:
+                        if item in self._queue:
+                            self._queue.remove(item)
+                            self._spooled[rid] = item
+                            continue
+                    spool.withdraw(rid)  # withdrawn meanwhile (cancelled)
+                    continue
+            if now > item.deadline and self.withdraw(item):
                 item.fail(self.busy())
         self.collect(spooled, now)
         fd = self.waiter.wait(self._delay)

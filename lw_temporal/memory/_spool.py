@@ -246,7 +246,7 @@ class Spool:
             try:
                 if sum(name.endswith(suffix) for name in os.listdir(self.dir)) >= expected:
                     return
-            except FileNotFoundError:
+            except OSError:  # gone or unusable: the claim finds out
                 return
             time.sleep(within / 10)
 
@@ -256,7 +256,7 @@ class Spool:
         suffixes = (f".{self.fp}{_REQ}", f".{self.fp}{_TAKEN}")
         try:
             return any(name.endswith(suffixes) for name in os.listdir(self.dir))
-        except FileNotFoundError:
+        except OSError:  # gone or unusable: nothing waits that could be claimed
             return False
 
     def claim(self) -> tuple[list[Request], list[tuple[str, Exception]]]:
@@ -266,7 +266,8 @@ class Spool:
         fails: a full or read-only folder, something in the way) is not a failure of
         the claim, whose requests are committed: it stays queued, its id in
         :attr:`left`, and its requester takes it back once it holds the lock (see
-        :meth:`._commit.GroupCommitter.reclaim`)."""
+        :meth:`._commit.GroupCommitter.reclaim`). An ``OSError`` (the folder cannot be
+        listed) means nothing was taken."""
         try:
             names = sorted(os.listdir(self.dir))
         except FileNotFoundError:

@@ -178,7 +178,7 @@ class StoreWriter:
         :data:`EXTRA_ROUNDS` more batches of the same hold (each answered at once: their
         requesters find their outcomes without the lock), rather than each waiting
         for the lock to pass to another process and back."""
-        spool = committer.spool
+        spool = committer.usable_spool
         for round_ in range(EXTRA_ROUNDS + 1):
             items = committer.take()
             if round_ and not items and (spool is None or not spool.waiting()):
@@ -193,42 +193,9 @@ class StoreWriter:
         with ``gather``). False if it failed (each mutation got the error)."""
         remote: list[tuple[str, Pending]] = []
         own: list[str] = []
-        spool = committer.spool
-        if spool is not None:
-            if gather and committer.peers:
-                spool.gather(committer.peers, GATHER_SECONDS)
-            try:
-                requests, broken = spool.claim()
-            except BaseException:
-                committer.requeue(items)  # for the next leader (this one's own fails)
-                raise
-            committer.peers = len({r.process for r in requests} - {_spool.PROCESS})
-            for rid, err in broken:
-                with suppress(OSError):  # else answered by the next holder
-                    spool.answer(
-                        rid, outcome_of(None, lw_error(INVALID_REQUEST, f"unreadable: {err}"))
-                    )
-            for rid in spool.left:  # this process's own, it commits without the spool
-                mine = committer.reclaim(rid)
-                if mine is not None:
-                    items.append(mine)
-            for request in requests:
-                mine = committer.claimed(request.id)
-                if mine is not None:
-                    items.append(mine)
-                    own.append(request.id)
-                    continue
-                item = Pending(
-                    _refused, None, request.op.kind, None, request.provenance, MutationResult,
-                    request.quota,
-                )  # fmt: skip
-                try:
-                    item.run = request.op.body(request.provenance)
-                except Exception as err:  # a path refused before planning
-                    item.fail(err)
-                else:
-                    items.append(item)
-                remote.append((request.id, item))
+        spool = committer.usable_spool
+        if spool is not None and not self._claim(committer, spool, items, remote, own, gather):
+            spool = None
         try:
             while items:
                 items = self._batch(files, items)
@@ -249,6 +216,55 @@ class StoreWriter:
                 for rid in own:
                     with suppress(OSError):
                         spool.drop(rid, outcome=True)
+        return True
+
+    @staticmethod
+    def _claim(
+        committer: GroupCommitter,
+        spool: Spool,
+        items: list[Pending],
+        remote: list[tuple[str, Pending]],
+        own: list[str],
+        gather: bool,
+    ) -> bool:
+        """Add the spool's requests to ``items`` (``remote``: other processes', with
+        the pending that stands for each; ``own``: this process's, by id). False if the
+        spool cannot be used: then nothing was taken, and this process's own commit."""
+        if gather and committer.peers:
+            spool.gather(committer.peers, GATHER_SECONDS)
+        try:
+            requests, broken = spool.claim()
+        except OSError as err:
+            committer.spool_failed(err)
+            return False
+        except BaseException:
+            committer.requeue(items)  # for the next leader (this one's own fails)
+            raise
+        committer.peers = len({r.process for r in requests} - {_spool.PROCESS})
+        for rid, why in broken:
+            with suppress(OSError):  # else answered by the next holder
+                spool.answer(rid, outcome_of(None, lw_error(INVALID_REQUEST, f"unreadable: {why}")))
+        for rid in spool.left:  # this process's own, it commits without the spool
+            mine = committer.reclaim(rid)
+            if mine is not None:
+                items.append(mine)
+        for request in requests:
+            mine = committer.claimed(request.id)
+            if mine is not None:
+                items.append(mine)
+                own.append(request.id)
+                continue
+            item = Pending(
+                _refused, None, request.op.kind, None, request.provenance, MutationResult,
+                request.quota,
+            )  # fmt: skip
+            try:
+                item.run = request.op.body(request.provenance)
+            except Exception as err:  # a path refused before planning
+                item.fail(err)
+            else:
+                items.append(item)
+            remote.append((request.id, item))
         return True
 
     def _batch(self, files: StoreFiles, items: list[Pending]) -> list[Pending]:
