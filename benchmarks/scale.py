@@ -250,14 +250,23 @@ async def main(sizes: list[int], worker_counts: list[int]) -> None:
     print(f"load after: {os.getloadavg()[0]:.2f} (1-min)")
 
 
+def _sizes(text: str) -> list[int]:
+    """``--sizes``: tree sizes this benchmark has a shape for (planners x steps)."""
+    try:
+        sizes = [int(s) for s in text.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or any(s not in SHAPES for s in sizes):
+        known = ", ".join(f"{n} ({p}x{s})" for n, (p, s) in SHAPES.items())
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give a comma-separated list of these sizes: {known}"
+        )
+    return sizes
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="100,400,1000")
+    parser.add_argument("--sizes", type=_sizes, default="100,400,1000")
     parser.add_argument("--workers", default="1,3")
     args = parser.parse_args()
-    asyncio.run(
-        main(
-            [int(s) for s in args.sizes.split(",")],
-            [int(w) for w in args.workers.split(",")],
-        )
-    )
+    asyncio.run(main(args.sizes, [int(w) for w in args.workers.split(",")]))

@@ -50,3 +50,15 @@ def test_the_benchmark_runs_to_its_end(script: str, tmp_path: Path) -> None:
         timeout=300,
     )
     assert done.returncode == 0, f"{script}: {done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+
+
+def test_a_scale_size_without_a_shape_is_refused_naming_the_sizes(tmp_path: Path) -> None:
+    """``scale.py --sizes 250`` ended in a ``KeyError: 250`` traceback after it had
+    started a server and a worker; it is refused at once, naming what it takes."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--sizes", "100,250"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "'100,250'" in done.stderr and "100 (10x10), 400 (20x20), 1000 (25x40)" in done.stderr
+    assert "Traceback" not in done.stderr
