@@ -20,34 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from lw_temporal.ids import DataLayout
-from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef, _journal
+from lw_temporal.memory import MemoryStores, _journal
+from tests._spool_support import STORE, provenance, requester
 
-STORE = StoreRef(StoreKind.WORKFLOW, "notes")
 REQUESTERS = 2
-
-
-def _provenance(who: str, *, keyed: bool = True) -> Provenance:
-    return Provenance(
-        namespace="default",
-        workflow_id=f"run_notes@{who}",
-        workflow_type="lw.Planner",
-        run_id=f"r-{who}",
-        activity_id="1" if keyed else None,
-        activity_type="lw.memory.append",
-        attempt=1,
-        role="planner",
-    )
-
-
-def _requester(data_dir: str, who: str, report: Any) -> None:
-    """One spooled append (its store's lock is held, so it is left in the spool)."""
-    stores = MemoryStores(DataLayout.at(data_dir))
-    try:
-        result = stores.append(STORE, "shared.md", f"{who}\n".encode(), provenance=_provenance(who))
-    except Exception as err:
-        report.put((who, f"{type(err).__name__}: {err}"))
-    else:
-        report.put((who, (result.op, result.replayed)))
 
 
 def _requests(spool: Path) -> list[str]:
@@ -76,7 +52,7 @@ def test_claim_failing_partway_loses_and_strands_nothing(data_dir: Path) -> None
 
 def _run(data_dir: Path, procs: list[Any]) -> None:
     stores = MemoryStores(DataLayout.at(data_dir))
-    stores.append(STORE, "shared.md", b"start\n", provenance=_provenance("start", keyed=False))
+    stores.append(STORE, "shared.md", b"start\n", provenance=provenance("start", keyed=False))
     state = stores.state_dir(STORE)
     spool = state / "spool"
     held = _journal.try_lock(state)
@@ -85,7 +61,7 @@ def _run(data_dir: Path, procs: list[Any]) -> None:
     report = ctx.Queue()
     whos = [f"req{n}" for n in range(REQUESTERS)]
     for n, who in enumerate(whos):  # one after the other: their requests sort in this order
-        procs.append(ctx.Process(target=_requester, args=(str(data_dir), who, report)))
+        procs.append(ctx.Process(target=requester, args=(str(data_dir), who, report)))
         procs[-1].start()
         _wait(lambda n=n: len(_requests(spool)) == n + 1, f"{who} spooled no request")
     _first, blocked = _requests(spool)
@@ -104,7 +80,7 @@ def _run(data_dir: Path, procs: list[Any]) -> None:
         try:
             line = f"{who}\n".encode()
             result = stores.append(
-                STORE, "shared.md", line, provenance=_provenance(who, keyed=False)
+                STORE, "shared.md", line, provenance=provenance(who, keyed=False)
             )
         except BaseException as err:
             results[who] = f"{type(err).__name__}: {err}"

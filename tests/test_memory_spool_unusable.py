@@ -15,44 +15,19 @@ import multiprocessing
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from lw_temporal.ids import DataLayout
-from lw_temporal.memory import MemoryStores, Provenance, StoreKind, StoreRef, _journal
-
-STORE = StoreRef(StoreKind.WORKFLOW, "notes")
-
-
-def _provenance(who: str) -> Provenance:
-    return Provenance(
-        namespace="default",
-        workflow_id=f"run_notes@{who}",
-        workflow_type="lw.Planner",
-        run_id=f"r-{who}",
-        activity_id="1",
-        activity_type="lw.memory.append",
-        attempt=1,
-        role="planner",
-    )
-
-
-def _requester(data_dir: str, who: str, report: Any) -> None:
-    stores = MemoryStores(DataLayout.at(data_dir))
-    try:
-        result = stores.append(STORE, "shared.md", f"{who}\n".encode(), provenance=_provenance(who))
-    except Exception as err:
-        report.put((who, f"{type(err).__name__}: {err}"))
-    else:
-        report.put((who, result.op))
+from lw_temporal.memory import MemoryStores, _journal
+from tests._spool_support import STORE, provenance, requester
 
 
 def test_a_file_in_the_way_of_the_spool_blocks_no_mutation(
     data_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     stores = MemoryStores(DataLayout.at(data_dir))
-    stores.append(STORE, "shared.md", b"start\n", provenance=_provenance("start"))
+    stores.append(STORE, "shared.md", b"start\n", provenance=provenance("start"))
     state = stores.state_dir(STORE)
     spool = state / "spool"
     if spool.exists():
@@ -64,24 +39,24 @@ def test_a_file_in_the_way_of_the_spool_blocks_no_mutation(
     assert held is not None
     ctx = multiprocessing.get_context("spawn")
     report = ctx.Queue()
-    other = ctx.Process(target=_requester, args=(str(data_dir), "other", report))
+    other = ctx.Process(target=requester, args=(str(data_dir), "other", report))
     other.start()
     try:
         time.sleep(1.0)  # it tries the spool, and waits for the lock
         assert other.is_alive() and report.empty(), report.get_nowait()
     finally:
         os.close(held)
-    assert report.get(timeout=60) == ("other", "append")
+    assert report.get(timeout=60) == ("other", ("append", False))
     other.join(timeout=60)
     assert other.exitcode == 0
 
     # this process: its mutation commits, and it is told why it did not use the spool
     with caplog.at_level(logging.WARNING, logger="lw_temporal.memory._commit"):
         fresh = MemoryStores(DataLayout.at(data_dir))
-        assert fresh.append(STORE, "shared.md", b"mine\n", provenance=_provenance("mine")).op == (
+        assert fresh.append(STORE, "shared.md", b"mine\n", provenance=provenance("mine")).op == (
             "append"
         )
-        fresh.append(STORE, "shared.md", b"again\n", provenance=_provenance("again"))
+        fresh.append(STORE, "shared.md", b"again\n", provenance=provenance("again"))
     warned = [r.getMessage() for r in caplog.records if "spool" in r.getMessage()]
     assert len(warned) == 1, warned
     assert str(spool) in warned[0] and "remove what is in the way" in warned[0]
