@@ -192,7 +192,7 @@ class LandlockBackend(Backend):
             "seccomp": _seccomp.bpf(profile),
             "network": network,
             "tmp": str(tmp) if tmp else None,
-            "rlimits": rlimits(spec),
+            "rlimits": spec.limits.rlimits(),
             "user": [spec.user.uid, spec.user.gid, *spec.user.groups] if spec.user else None,
         }
         argv = [sys.executable, "-I", "-S", "-c", _START, str(args_fd), str(report_fd)]
@@ -204,20 +204,6 @@ class LandlockBackend(Backend):
             reports=True,
             watched=(tmp,) if tmp is not None else (),
         )
-
-
-def rlimits(spec: SandboxSpec) -> dict[str, int]:
-    """The limits the launcher sets on itself before it forks the command."""
-    limits = spec.limits
-    return {
-        "RLIMIT_NPROC": limits.nproc,
-        "RLIMIT_FSIZE": limits.file_size,
-        "RLIMIT_AS": limits.address_space,
-        "RLIMIT_NOFILE": limits.open_files,
-        "RLIMIT_CORE": 0,
-        "RLIMIT_RTPRIO": 0,  # none of the worker's real-time or nice headroom (see
-        "RLIMIT_NICE": 0,  # _run's limits)
-    }
 
 
 #: Where Landlock's per-command ``TMPDIR`` lives when it can: a tmpfs (bounded by its

@@ -303,18 +303,10 @@ def _set_rlimits(pid: int, limits: Limits) -> None:
     until then), so a refusal is retried after a short sleep (which lets the exec
     finish; spinning would only take its CPU)."""
     deadline = time.monotonic() + _GATE_WAIT
-    for kind, value in (
-        (resource.RLIMIT_NPROC, limits.nproc),
-        (resource.RLIMIT_FSIZE, limits.file_size),
-        (resource.RLIMIT_AS, limits.address_space),
-        (resource.RLIMIT_NOFILE, limits.open_files),
-        (resource.RLIMIT_CORE, 0),
-        (resource.RLIMIT_RTPRIO, 0),  # not the worker's (LimitRTPRIO=, --ulimit rtprio)
-        (resource.RLIMIT_NICE, 0),
-    ):
+    for name, value in limits.rlimits().items():
         while True:
             try:
-                resource.prlimit(pid, kind, (value, value))
+                resource.prlimit(pid, getattr(resource, name), (value, value))
                 break
             except PermissionError:
                 if time.monotonic() > deadline:

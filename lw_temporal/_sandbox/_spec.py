@@ -65,6 +65,22 @@ class Limits:
     #: Files and folders those folders may hold (inodes are a disk's other limit).
     writable_entries: int = 100_000
 
+    def rlimits(self) -> dict[str, int]:
+        """Every process limit of a command, soft and hard alike, by its ``resource``
+        name: one list for both backends (bwrap's launcher is given them, Landlock's
+        sets them on itself before it forks). No core files, and none of the worker's
+        real-time or nice headroom (a service manager's ``LimitRTPRIO=``, a
+        container's ``--ulimit rtprio``), whatever the worker's own limits are."""
+        return {
+            "RLIMIT_NPROC": self.nproc,
+            "RLIMIT_FSIZE": self.file_size,
+            "RLIMIT_AS": self.address_space,
+            "RLIMIT_NOFILE": self.open_files,
+            "RLIMIT_CORE": 0,
+            "RLIMIT_RTPRIO": 0,
+            "RLIMIT_NICE": 0,
+        }
+
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 

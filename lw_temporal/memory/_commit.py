@@ -196,7 +196,7 @@ class GroupCommitter:
         resting = time.monotonic() < self._spool_rest
         self._spool_rest = time.monotonic() + SPOOL_REST
         if not resting:
-            where = getattr(self.spool, "dir", "its spool")
+            where = "(none)" if self.spool is None else self.spool.dir
             _log.warning(
                 "store %s: its spool %s cannot be used (%s); this worker's mutations of "
                 "it wait for the store's lock instead of being committed by another "
